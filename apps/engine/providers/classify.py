@@ -1,0 +1,274 @@
+"""Classify provider errors into the closed list of kinds (DESIGN 2.3).
+
+One classifier serves HTTP error responses and errors inside a 200 stream (shared/cases/provider,
+ERROR-CLASSIFY): the structured code first, then the context-overflow message patterns, then the
+HTTP status. Sources of the codes:
+
+- Anthropic: https://docs.anthropic.com/en/api/errors (``error.type``; 529 overloaded_error)
+- OpenAI: https://platform.openai.com/docs/guides/error-codes (``error.code`` / ``error.type``)
+- Gemini: https://ai.google.dev/gemini-api/docs/troubleshooting (``error.status``, google.rpc
+  codes; ``RetryInfo.retryDelay`` in ``error.details``)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from apps.engine.errors import ErrorKind, ProviderError
+
+__all__ = ["classify_error", "error_object", "parse_retry_after"]
+
+K = ErrorKind
+
+# Structured codes, across providers (their spellings do not collide).
+_CODE_KINDS: dict[str, ErrorKind] = {
+    # Anthropic error.type
+    "authentication_error": K.AUTH,
+    "permission_error": K.PERMISSION,
+    "billing_error": K.PERMISSION,
+    "not_found_error": K.NOT_FOUND,
+    "rate_limit_error": K.RATE_LIMITED,
+    "overloaded_error": K.OVERLOADED,
+    "api_error": K.SERVER,
+    "timeout_error": K.SERVER,
+    "request_too_large": K.INVALID_REQUEST,
+    "invalid_request_error": K.INVALID_REQUEST,
+    # OpenAI and compatible error.code / error.type
+    "context_length_exceeded": K.CONTEXT_LENGTH_EXCEEDED,
+    "exceed_context_size_error": K.CONTEXT_LENGTH_EXCEEDED,
+    "string_above_max_length": K.CONTEXT_LENGTH_EXCEEDED,
+    "invalid_api_key": K.AUTH,
+    "incorrect_api_key": K.AUTH,
+    "unauthorized": K.AUTH,
+    "insufficient_quota": K.PERMISSION,  # a 429 that waiting does not fix
+    "rate_limit_exceeded": K.RATE_LIMITED,
+    "tokens": K.RATE_LIMITED,
+    "requests": K.RATE_LIMITED,
+    "model_not_found": K.NOT_FOUND,
+    "content_filter": K.CONTENT_BLOCKED,
+    "content_policy_violation": K.CONTENT_BLOCKED,
+    "server_error": K.SERVER,
+    "internal_error": K.SERVER,
+    "provider_unavailable": K.SERVER,
+    "service_unavailable": K.OVERLOADED,
+    "overloaded": K.OVERLOADED,
+    # Gemini error.status (google.rpc.Code names)
+    "INVALID_ARGUMENT": K.INVALID_REQUEST,
+    "FAILED_PRECONDITION": K.INVALID_REQUEST,
+    "OUT_OF_RANGE": K.INVALID_REQUEST,
+    "UNAUTHENTICATED": K.AUTH,
+    "PERMISSION_DENIED": K.PERMISSION,
+    "NOT_FOUND": K.NOT_FOUND,
+    "RESOURCE_EXHAUSTED": K.RATE_LIMITED,
+    "UNAVAILABLE": K.OVERLOADED,
+    "INTERNAL": K.SERVER,
+    "DEADLINE_EXCEEDED": K.SERVER,
+    "UNKNOWN": K.SERVER,
+}
+
+# Context overflow in each provider's words; each pattern may capture (input, limit) counts.
+_CONTEXT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), order)
+    for p, order in (
+        # Anthropic: "prompt is too long: 216868 tokens > 200000 maximum"
+        (r"prompt is too long(?::\s*(\d+) tokens > (\d+))?", "il"),
+        # Anthropic: "input length and `max_tokens` exceed context limit: 1 + 2 > 3"
+        (r"input length and `?max_tokens`? exceed context limit", None),
+        # Gemini: "The input token count (218152) exceeds the maximum number ... (65536)"
+        (r"input token count\s*(?:\((\d+)\))?\s*exceeds the maximum number of tokens"
+         r"(?: allowed)?\s*(?:\((\d+)\))?", "il"),
+        # OpenAI: "maximum context length is 4097 tokens. However, you requested 4120 tokens"
+        (r"maximum context length is (\d+) tokens\. However, you requested (\d+)", "li"),
+        # vLLM: "maximum context length is 4096 tokens. However, your request has 5000 input"
+        (r"maximum context length is (\d+) tokens.*?(\d+) input tokens", "li"),
+        # Azure: "Input tokens exceed the configured limit of 272000 tokens. Your messages
+        # resulted in 509178 tokens."
+        (r"exceed the configured limit of (\d+) tokens\.\s*Your messages resulted in (\d+)", "li"),
+        # Mistral: "Prompt contains 140000 tokens, too large for model with 131072 maximum"
+        (r"prompt contains (\d+) tokens, too large for model with (\d+)", "il"),
+        # Perplexity and others
+        (r"total length of all messages is too long", None),
+        (r"exceeds the context window", None),
+        (r"context[ _]length[ _]exceeded", None),
+        (r"reduce the length of the messages", None),
+        (r"too many (?:input )?tokens", None),
+    )
+)
+
+_CONTENT_PATTERNS = re.compile(r"content (?:management )?policy|safety system|blocked", re.I)
+
+
+def error_object(body: Any) -> dict[str, Any]:
+    """The error object inside a provider error body: ``{"type":"error","error":{...}}``,
+    ``{"error": {...}}``, ``[{"error": {...}}]`` (Gemini via some gateways) or a bare object."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    if not isinstance(body, dict):
+        return {"message": str(body)} if body else {}
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        return inner
+    if isinstance(inner, str):
+        return {"message": inner, **{k: v for k, v in body.items() if k != "error"}}
+    return body
+
+
+def parse_retry_after(headers: Mapping[str, str], body: Any = None, *, now: float | None = None
+                      ) -> float | None:
+    """Seconds to wait as the provider asked, unclamped, or None.
+
+    ``retry-after-ms`` (OpenAI), ``retry-after`` in delta-seconds or HTTP-date form (RFC 9110
+    section 10.2.3), then Gemini's ``RetryInfo.retryDelay`` ("37s") in the body.
+    ``now``: Unix time for the HTTP-date form (defaults to the clock).
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    if (ms := lower.get("retry-after-ms")) is not None:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    if (value := lower.get("retry-after")) is not None:
+        value = value.strip()
+        try:
+            return max(float(value), 0.0)
+        except ValueError:
+            pass
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            when = None
+        if when is not None:
+            return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+    return _retry_delay_from_body(body)
+
+
+def _retry_delay_from_body(body: Any) -> float | None:
+    details = error_object(body).get("details")
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            match = re.fullmatch(r"\s*([\d.]+)s\s*", str(detail.get("retryDelay", "")))
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def _kind_from_status(status: int | None) -> ErrorKind | None:
+    if status is None:
+        return None
+    if status == 401:
+        return K.AUTH
+    if status == 403:
+        return K.PERMISSION
+    if status == 404:
+        return K.NOT_FOUND
+    if status == 413:
+        return K.INVALID_REQUEST
+    if status == 429:
+        return K.RATE_LIMITED
+    if status in (503, 529):
+        return K.OVERLOADED
+    if status >= 500:
+        return K.SERVER
+    if status >= 400:
+        return K.INVALID_REQUEST
+    return None
+
+
+def _context_counts(message: str) -> tuple[bool, int | None, int | None]:
+    for pattern, order in _CONTEXT_PATTERNS:
+        match = pattern.search(message)
+        if not match:
+            continue
+        if order is None or match.lastindex is None:
+            return True, None, None
+        groups = [int(g) if g else None for g in match.groups()]
+        first, second = (groups + [None, None])[:2]
+        return (True, first, second) if order == "il" else (True, second, first)
+    return False, None, None
+
+
+def _codes(err: dict[str, Any]) -> list[str]:
+    codes = [err.get("code"), err.get("type"), err.get("status")]
+    meta = err.get("metadata")
+    if isinstance(meta, dict):
+        codes.append(meta.get("error_type"))
+    return [c for c in codes if isinstance(c, str) and c]
+
+
+def _numeric_status(err: dict[str, Any], status: int | None) -> int | None:
+    if status is not None and status != 200:
+        return status
+    code = err.get("code")
+    if isinstance(code, int) and 400 <= code < 600:
+        return code
+    return None
+
+
+def classify_error(
+    body: bytes | str | Any,
+    *,
+    provider: str,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    in_stream: bool = False,
+    now: float | None = None,
+) -> ProviderError:
+    """Turn an error response body (raw bytes/text, or already parsed JSON) into a ProviderError.
+
+    ``status``: the HTTP status (None or 200 for an error inside a stream). Order: structured
+    code, then context-overflow patterns over the message (they outrank a generic
+    ``invalid_request_error``), then the numeric status; an in-stream error nobody classified is
+    ``server``.
+    """
+    parsed = _parse_body(body)
+    err = error_object(parsed)
+    message = str(err.get("message") or "").strip() or _fallback_message(parsed, status)
+    kind: ErrorKind | None = None
+    for code in _codes(err):
+        kind = _CODE_KINDS.get(code) or _CODE_KINDS.get(code.lower())
+        if kind is not None:
+            break
+    is_context, input_tokens, limit = _context_counts(message)
+    if is_context and kind in (None, K.INVALID_REQUEST, K.CONTEXT_LENGTH_EXCEEDED):
+        kind = K.CONTEXT_LENGTH_EXCEEDED
+    if kind is None:
+        kind = _kind_from_status(_numeric_status(err, status))
+    if kind in (None, K.INVALID_REQUEST) and _CONTENT_PATTERNS.search(message) and status != 400:
+        kind = K.CONTENT_BLOCKED
+    if kind is None:
+        kind = K.SERVER
+    return ProviderError(
+        kind,
+        message,
+        status=status if status != 200 else None,
+        retry_after_s=parse_retry_after(headers or {}, parsed, now=now),
+        provider=provider,
+        raw=parsed,
+        in_stream=in_stream,
+        input_tokens=input_tokens,
+        limit_tokens=limit,
+    )
+
+
+def _parse_body(body: bytes | str | Any) -> Any:
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            return json.loads(body)
+        except ValueError:
+            return body.strip()
+    return body
+
+
+def _fallback_message(parsed: Any, status: int | None) -> str:
+    if isinstance(parsed, str) and parsed:
+        return parsed[:500]
+    return f"HTTP {status}" if status else "provider error"
