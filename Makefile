@@ -31,7 +31,9 @@ lint-imports: $(STAMP)
 ## Benchmarks against the named peers (on demand; not part of `make test`).
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	$(PY) -m pytest tests/benchmarks -s -p no:randomly --override-ini addopts=
+	@set -e; for bench in tests/benchmarks/bench_*.py; do \
+		module=$${bench%.py}; echo "== $$module"; $(PY) -m $${module//\//.}; \
+	done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

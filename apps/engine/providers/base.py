@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx2
@@ -42,7 +42,8 @@ class ProviderSettings:
     ``base_url`` follows the vendor SDK's convention (Anthropic and Gemini without a version,
     OpenAI-compatible with ``/v1``). ``profile``: the OpenAI-compatible quirk profile name (None =
     derived from the host). Timeouts in seconds: ``read_timeout_s`` is the longest silence
-    allowed between two reads of a stream.
+    allowed between two reads of a stream. Hashable, so a host can keep one provider (and so
+    one connection pool) per configuration.
     """
 
     protocol: str
@@ -52,7 +53,7 @@ class ProviderSettings:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0
     write_timeout_s: float = 30.0
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: tuple[tuple[str, str], ...] = ()  # extra request headers; a tuple keeps it hashable
 
 
 @dataclass(frozen=True, slots=True)
