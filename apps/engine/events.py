@@ -1,19 +1,27 @@
-"""Provider-level stream events: the one normalized stream every adapter produces.
+"""The engine's two event streams.
+
+Provider level: the one normalized stream every adapter produces.
 
 ``AiProvider.stream_chat`` yields these, in order, for one model call (DESIGN 2.3). Reading
 them in order with :class:`apps.engine.providers.assembler.MessageAssembler` rebuilds the
 assistant message with every reasoning artefact in place. Failures are raised as
 ``ProviderError``, not yielded (see ``errors.py``).
 
-Each event is a frozen dataclass with a ``type`` tag, so ``dataclasses.asdict`` serializes it.
+Each provider event is a frozen dataclass with a ``type`` tag (``dataclasses.asdict``
+serializes it).
+
+Runtime level (second half of this module): what one agent run reports to its host, tagged by
+``kind``; the host persists and broadcasts them (DESIGN 3.3).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from apps.engine.messages import ToolCall, Usage
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from apps.engine.messages import Message, ToolCall, ToolResultBlock, Usage
 
 __all__ = [
     "ChatStreamEvent",
@@ -32,6 +40,36 @@ __all__ = [
     "ToolCallReady",
     "ToolCallStart",
     "ToolCallsRequested",
+    # runtime level
+    "RUNTIME_EVENT",
+    "ApprovalDecided",
+    "AwaitingApproval",
+    "AwaitingInput",
+    "Compacted",
+    "CompactionFailed",
+    "CompactionStarted",
+    "ErrorEvent",
+    "InputReceived",
+    "MessageEnded",
+    "MessageStarted",
+    "MessagesInjected",
+    "ReasoningDeltaEvent",
+    "RetryingEvent",
+    "RunEnded",
+    "RunStarted",
+    "RuntimeEvent",
+    "SubagentEvent",
+    "TextDelta",
+    "TodosUpdated",
+    "ToolCallArgumentsDelta",
+    "ToolCallReadyEvent",
+    "ToolCallStarted",
+    "ToolResultEvent",
+    "ToolStarted",
+    "TurnEnded",
+    "TurnStarted",
+    "UsageUpdated",
+    "WarningEvent",
 ]
 
 
@@ -102,10 +140,10 @@ class ServerToolBlockEvent:
 @dataclass(frozen=True, slots=True)
 class Citation:
     """A citation object attached to the answer text streamed so far (Anthropic
-    ``citations_delta.citation``, OpenRouter ``url_citation``, Perplexity citation URL);
-    ``index`` as for ContentDelta."""
+    ``citations_delta.citation``, OpenRouter ``url_citation``, Perplexity citation URL as a bare
+    string, as its top-level ``citations`` array has it); ``index`` as for ContentDelta."""
 
-    citation: dict[str, Any]
+    citation: dict[str, Any] | str
     index: int | None = None
     type: Literal["citation"] = "citation"
 
@@ -196,3 +234,264 @@ ChatStreamEvent = (
     | Retrying
     | MessageEnd
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime events: what a run tells its host (and, through the host, the room in the browser).
+# ---------------------------------------------------------------------------------------------
+# Pydantic models tagged by ``kind`` (the wire name the room protocol uses, DESIGN 3.3):
+# ``event.model_dump(mode="json")`` is the JSON form, ``RUNTIME_EVENT.validate_python(d)`` reads
+# it back. ``message_id`` ties deltas to the message they build; ``call_id`` ties tool events.
+
+
+class _RuntimeEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunStarted(_RuntimeEvent):
+    """A run began: ``run_id`` (the host's), ``model``."""
+
+    kind: Literal["run_started"] = "run_started"
+    run_id: str
+    model: str
+
+
+class TurnStarted(_RuntimeEvent):
+    """Step ``turn`` (1-based) begins: one model call and the tools it asks for."""
+
+    kind: Literal["turn_started"] = "turn_started"
+    turn: int
+
+
+class MessageStarted(_RuntimeEvent):
+    """The assistant began message ``message_id``."""
+
+    kind: Literal["message_started"] = "message_started"
+    message_id: str
+    role: Literal["assistant"] = "assistant"
+
+
+class TextDelta(_RuntimeEvent):
+    """Answer text appended to message ``message_id``."""
+
+    kind: Literal["text_delta"] = "text_delta"
+    message_id: str
+    text: str
+
+
+class ReasoningDeltaEvent(_RuntimeEvent):
+    """Reasoning text appended to message ``message_id`` (shown collapsed)."""
+
+    kind: Literal["reasoning_delta"] = "reasoning_delta"
+    message_id: str
+    text: str
+
+
+class ToolCallStarted(_RuntimeEvent):
+    """Call number ``index`` of message ``message_id`` began streaming; ``name`` is known."""
+
+    kind: Literal["tool_call_started"] = "tool_call_started"
+    message_id: str
+    index: int
+    name: str
+
+
+class ToolCallArgumentsDelta(_RuntimeEvent):
+    """A piece of call ``index``'s JSON arguments (partial JSON, for a live card)."""
+
+    kind: Literal["tool_call_delta"] = "tool_call_delta"
+    message_id: str
+    index: int
+    arguments_delta: str
+
+
+class ToolCallReadyEvent(_RuntimeEvent):
+    """Call ``index`` is complete: ``call`` has its final id, name and arguments."""
+
+    kind: Literal["tool_call_ready"] = "tool_call_ready"
+    message_id: str
+    index: int
+    call: ToolCall
+
+
+class MessageEnded(_RuntimeEvent):
+    """Message ``message_id`` is final and in the history: ``message`` is the whole of it;
+    ``status`` "cancelled" when the run was stopped mid-stream, "error" when the stream broke."""
+
+    kind: Literal["message_ended"] = "message_ended"
+    message_id: str
+    message: Message
+    status: Literal["complete", "cancelled", "error"] = "complete"
+
+
+class ToolStarted(_RuntimeEvent):
+    """The executor started call ``call_id``."""
+
+    kind: Literal["tool_started"] = "tool_started"
+    call_id: str
+    name: str
+
+
+class ToolResultEvent(_RuntimeEvent):
+    """Call ``call_id`` finished: ``result`` as the model will see it, ``duration_ms``."""
+
+    kind: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    result: ToolResultBlock
+    duration_ms: float
+
+
+class AwaitingApproval(_RuntimeEvent):
+    """Call ``call_id`` waits for a member's decision; ``reason`` says why it needs one."""
+
+    kind: Literal["awaiting_approval"] = "awaiting_approval"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    reason: str
+
+
+class ApprovalDecided(_RuntimeEvent):
+    """The decision on ``call_id``: ``approved``, by ``decided_by`` (None: timed out)."""
+
+    kind: Literal["approval_decided"] = "approval_decided"
+    call_id: str
+    approved: bool
+    decided_by: str | None = None
+
+
+class AwaitingInput(_RuntimeEvent):
+    """The agent asked the room ``question`` (AskUser); ``question_id`` is the call id."""
+
+    kind: Literal["awaiting_input"] = "awaiting_input"
+    question_id: str
+    question: str
+
+
+class InputReceived(_RuntimeEvent):
+    """``answer`` to ``question_id`` from ``answered_by`` (None: timed out unanswered)."""
+
+    kind: Literal["input_received"] = "input_received"
+    question_id: str
+    answer: str
+    answered_by: str | None = None
+
+
+class MessagesInjected(_RuntimeEvent):
+    """People's ``messages`` sent during the run joined the history at this step boundary."""
+
+    kind: Literal["messages_injected"] = "messages_injected"
+    messages: list[Message]
+
+
+class UsageUpdated(_RuntimeEvent):
+    """Token ``usage`` of the last call; ``context_tokens`` estimated in use of
+    ``context_window`` (how full the context is)."""
+
+    kind: Literal["usage"] = "usage"
+    usage: Usage
+    context_tokens: int
+    context_window: int
+
+
+class CompactionStarted(_RuntimeEvent):
+    """Older turns are being summarized; ``reason``: "auto" (threshold) or "reactive"."""
+
+    kind: Literal["compaction_started"] = "compaction_started"
+    reason: Literal["auto", "reactive"]
+    tokens_before: int
+
+
+class Compacted(_RuntimeEvent):
+    """Compaction replaced ``messages_removed`` messages with a summary."""
+
+    kind: Literal["compacted"] = "compacted"
+    reason: Literal["auto", "reactive"]
+    messages_removed: int
+    tokens_before: int
+    tokens_after: int
+    summary: str
+
+
+class CompactionFailed(_RuntimeEvent):
+    """Compaction failed (``consecutive_failures`` so far; at 3 it stops trying)."""
+
+    kind: Literal["compaction_failed"] = "compaction_failed"
+    message: str
+    consecutive_failures: int
+
+
+class RetryingEvent(_RuntimeEvent):
+    """The provider failed before any output; retry ``attempt`` of ``max_attempts`` in
+    ``delay_s`` seconds (e.g. "provider overloaded, retrying in 10 s, attempt 2 of 5")."""
+
+    kind: Literal["retrying"] = "retrying"
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    error_kind: str
+    message: str
+
+
+class TodosUpdated(_RuntimeEvent):
+    """The run's task list (TodoWrite), whole: ``[{content, status}]``."""
+
+    kind: Literal["todos_updated"] = "todos_updated"
+    todos: list[dict[str, str]]
+
+
+class WarningEvent(_RuntimeEvent):
+    """Something degraded but the run goes on (e.g. an MCP server that failed to start)."""
+
+    kind: Literal["warning"] = "warning"
+    message: str
+
+
+class SubagentEvent(_RuntimeEvent):
+    """An event of the sub-agent that call ``parent_call_id`` (Task) runs, nested."""
+
+    kind: Literal["subagent_event"] = "subagent_event"
+    parent_call_id: str
+    event: RuntimeEvent
+
+
+class ErrorEvent(_RuntimeEvent):
+    """The run hit an error: ``error_kind`` (a ProviderError kind, "tool_loop_detected",
+    "max_iterations", "internal") and ``message``."""
+
+    kind: Literal["error"] = "error"
+    error_kind: str
+    message: str
+
+
+class TurnEnded(_RuntimeEvent):
+    """Step ``turn`` is over."""
+
+    kind: Literal["turn_ended"] = "turn_ended"
+    turn: int
+
+
+class RunEnded(_RuntimeEvent):
+    """The run is over: ``status`` and, for "failed", the ``error_kind``."""
+
+    kind: Literal["run_ended"] = "run_ended"
+    status: Literal["completed", "cancelled", "failed"]
+    error_kind: str | None = None
+    turns: int = 0
+
+
+RuntimeEvent = Annotated[
+    RunStarted | TurnStarted | MessageStarted | TextDelta | ReasoningDeltaEvent
+    | ToolCallStarted | ToolCallArgumentsDelta | ToolCallReadyEvent | MessageEnded
+    | ToolStarted | ToolResultEvent | AwaitingApproval | ApprovalDecided | AwaitingInput
+    | InputReceived | MessagesInjected | UsageUpdated | CompactionStarted | Compacted
+    | CompactionFailed | RetryingEvent | TodosUpdated | WarningEvent | SubagentEvent
+    | ErrorEvent | TurnEnded | RunEnded,
+    Field(discriminator="kind"),
+]
+"""Every runtime event; ``kind`` is the tag."""
+
+SubagentEvent.model_rebuild()
+RUNTIME_EVENT: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
+"""Validates a runtime event from its JSON form."""

@@ -16,24 +16,25 @@ Rules follow the WHATWG HTML Living Standard, section 9.2.6 "Interpreting an eve
 One deliberate deviation (DESIGN 2.2): at end of stream a final event that was not followed by
 a blank line is still delivered; the provider layer decides whether its payload is complete.
 
-Lines are split as bytes and decoded only once complete, so a multi-byte UTF-8 character split
-across network reads is never damaged. Each byte is scanned a bounded number of times whatever
-the chunking: an incomplete line is kept as a list of pieces and joined once.
+Bytes are decoded only up to the last line terminator of what has arrived, so a multi-byte
+UTF-8 character split across network reads is never damaged (terminators are ASCII and never
+occur inside a multi-byte sequence). Each byte is copied and scanned a bounded number of times
+whatever the chunking: an incomplete line waits in a bytearray that only grows at its end.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["SSEEvent", "SSEDecoder", "aiter_sse", "iter_sse"]
 
-_BOM = b"\xef\xbb\xbf"
 
+class SSEEvent(NamedTuple):
+    """One dispatched event: ``event`` type, ``data`` text, last event ``id``, ``retry`` in ms.
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
-    """One dispatched event: ``event`` type, ``data`` text, last event ``id``, ``retry`` in ms."""
+    A NamedTuple because a stream makes one per event and tuples are the cheapest to build.
+    """
 
     event: str = "message"
     data: str = ""
@@ -44,13 +45,13 @@ class SSEEvent:
 class SSEDecoder:
     """Incremental decoder: ``feed(bytes) -> list[SSEEvent]``, then ``close()`` at end of stream.
 
-    Invalid UTF-8 inside a complete line becomes U+FFFD, as the spec's UTF-8 decode step says.
+    Invalid UTF-8 becomes U+FFFD, as the spec's decode step says.
     """
 
     __slots__ = ("_pending", "_skip_lf", "_at_start", "_data", "_event", "_last_id", "_retry")
 
     def __init__(self) -> None:
-        self._pending: list[bytes] = []  # pieces of the line not yet terminated
+        self._pending = bytearray()  # the start of a line whose terminator has not arrived
         self._skip_lf = False  # the previous read ended in CR: a leading LF belongs to it
         self._at_start = True
         self._data: list[str] = []
@@ -60,81 +61,75 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume one network read; return the events it completed, in order."""
-        events: list[SSEEvent] = []
-        if not chunk:
-            return events
-        if self._skip_lf:
+        if self._skip_lf and chunk:
             self._skip_lf = False
             if chunk[0] == 0x0A:
                 chunk = chunk[1:]
-                if not chunk:
-                    return events
-        for piece in chunk.splitlines(keepends=True):
-            last = piece[-1]
-            if last == 0x0A:  # LF or CRLF
-                cut = 2 if piece.endswith(b"\r\n") else 1
-            elif last == 0x0D:  # CR alone, perhaps the first half of a CRLF split across reads
-                cut = 1
-            else:  # only the final piece can be unterminated
-                self._pending.append(piece)
-                break
-            line = piece[:-cut]
-            if self._pending:
-                self._pending.append(line)
-                line = b"".join(self._pending)
-                self._pending.clear()
-            self._line(line, events)
+        if not chunk:
+            return []
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+        if not cut:
+            self._pending += chunk
+            return []
         self._skip_lf = chunk[-1] == 0x0D
-        return events
+        if self._pending:
+            self._pending += memoryview(chunk)[:cut]
+            text = self._pending.decode("utf-8", "replace")
+            self._pending = bytearray(memoryview(chunk)[cut:])
+        else:
+            text = str(memoryview(chunk)[:cut], "utf-8", "replace")
+            if cut < len(chunk):
+                self._pending += memoryview(chunk)[cut:]
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        lines.pop()  # the text ends with a terminator: the last piece is empty
+        return self._lines(lines)
 
     def close(self) -> list[SSEEvent]:
         """End of stream: deliver a final unterminated event that has data (the deviation)."""
-        events: list[SSEEvent] = []
-        if self._pending:
-            line = b"".join(self._pending)
-            self._pending.clear()
-            self._line(line, events)
+        lines = [self._pending.decode("utf-8", "replace")] if self._pending else []
+        self._pending = bytearray()
+        events = self._lines(lines)
         if self._data:
             events.append(self._dispatch())
         return events
 
-    def _line(self, line: bytes, events: list[SSEEvent]) -> None:
-        if self._at_start:
+    def _lines(self, lines: list[str]) -> list[SSEEvent]:
+        if self._at_start and lines:
             self._at_start = False
-            if line.startswith(_BOM):
-                line = line[3:]
-        if not line:
-            if self._data:
-                events.append(self._dispatch())
-            else:
-                self._event = ""
-            return
-        colon = line.find(b":")
-        if colon == 0:
-            return  # comment (keep-alives such as ": OPENROUTER PROCESSING")
-        if colon < 0:
-            name, value = line, b""
-        else:
-            name = line[:colon]
-            value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
-        if name == b"data":
-            self._data.append(value.decode("utf-8", "replace"))
-        elif name == b"event":
-            self._event = value.decode("utf-8", "replace")
-        elif name == b"id":
-            if b"\x00" not in value:
-                self._last_id = value.decode("utf-8", "replace")
-        elif name == b"retry":
-            if value and value.isdigit():
+            lines[0] = lines[0].removeprefix("\ufeff")
+        events: list[SSEEvent] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    events.append(self._dispatch())
+                else:
+                    self._event = ""
+            elif line.startswith("data:"):  # the hot path: most lines are data lines
+                self._data.append(line[6:] if line.startswith(" ", 5) else line[5:])
+            elif line[0] != ":":  # a colon first is a comment (": OPENROUTER PROCESSING")
+                self._field(line)
+        return events
+
+    def _field(self, line: str) -> None:
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\x00" not in value:
+                self._last_id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
                 self._retry = int(value)
 
     def _dispatch(self) -> SSEEvent:
-        event = SSEEvent(
-            event=self._event or "message",
-            data="\n".join(self._data),
-            id=self._last_id,
-            retry=self._retry,
-        )
+        event = SSEEvent(self._event or "message", "\n".join(self._data), self._last_id,
+                         self._retry)
         self._data = []
         self._event = ""
         return event
@@ -149,7 +144,7 @@ def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
 
 
 async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEvent]:
-    """Async form of :func:`iter_sse`, for ``httpx2.Response.aiter_raw()`` and the like."""
+    """Async form of :func:`iter_sse`, for ``httpx2.Response.aiter_bytes()`` and the like."""
     decoder = SSEDecoder()
     async for chunk in chunks:
         for event in decoder.feed(chunk):

@@ -1,0 +1,84 @@
+"""The tools of one run, by name, with their compiled argument validators."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from apps.engine.messages import ToolDefinition
+from apps.engine.tools.base import Tool, ToolCategory
+
+__all__ = ["ToolRegistry"]
+
+
+class ToolRegistry:
+    """Tools by unique name; ``validate`` checks arguments against each tool's JSON Schema with
+    ``jsonschema`` (Draft 2020-12), the validator compiled once per tool.
+
+    Raises ValueError on a duplicate name and ``jsonschema.SchemaError`` on an invalid schema,
+    at registration: a broken tool is a programming error, found before any run.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        """Add ``tool``; ValueError if its name is taken."""
+        name = tool.spec.name
+        if name in self._tools:
+            raise ValueError(f"a tool named {name!r} is already registered")
+        Draft202012Validator.check_schema(tool.spec.parameters)
+        self._tools[name] = tool
+        self._validators[name] = Draft202012Validator(tool.spec.parameters)
+
+    def unregister(self, name: str) -> None:
+        """Remove the tool ``name`` if present (MCP list_changed refreshes)."""
+        self._tools.pop(name, None)
+        self._validators.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """What the model is offered, in registration order."""
+        return [tool.spec.definition() for tool in self._tools.values()]
+
+    def validate(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """None when ``arguments`` fit the schema, else a message the model can act on."""
+        validator = self._validators[name]
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        lines = [f"- {_where(e.absolute_path)}: {e.message}" for e in errors[:10]]
+        return "Invalid arguments for tool " + repr(name) + ":\n" + "\n".join(lines)
+
+    def subset(self, *, names: Iterable[str] | None = None,
+               exclude_categories: Iterable[ToolCategory] = ()) -> ToolRegistry:
+        """A registry with the chosen tools (a sub-agent's tool subset)."""
+        wanted = None if names is None else set(names)
+        excluded = set(exclude_categories)
+        return ToolRegistry(
+            tool for tool in self._tools.values()
+            if (wanted is None or tool.spec.name in wanted)
+            and tool.spec.category not in excluded
+        )
+
+
+def _where(path: Any) -> str:
+    parts = list(path)
+    return "arguments" + "".join(f"[{p!r}]" for p in parts) if parts else "arguments"
