@@ -1,0 +1,282 @@
+"""The streaming executor, proven by what fake tools record (start/end order, overlap) — never by
+wall-clock thresholds."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps.engine.errors import ToolError
+from apps.engine.events import (
+    ApprovalDecided,
+    AwaitingApproval,
+    RuntimeEvent,
+    ToolResultEvent,
+    ToolStarted,
+)
+from apps.engine.messages import ToolCall
+from apps.engine.ports import ApprovalDecision
+from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
+from apps.engine.tools.executor import StreamingToolExecutor
+from apps.engine.tools.registry import ToolRegistry
+
+SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"],
+          "additionalProperties": False}
+
+
+class Journal:
+    """What the fake tools did, in order, and gates the test opens."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.gates: dict[str, asyncio.Event] = {}
+        self.changed = asyncio.Condition()
+
+    def gate(self, key: str) -> asyncio.Event:
+        return self.gates.setdefault(key, asyncio.Event())
+
+    async def note(self, entry: str) -> None:
+        self.log.append(entry)
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def wait_for(self, *entries: str) -> None:
+        async with self.changed:
+            await asyncio.wait_for(
+                self.changed.wait_for(lambda: all(e in self.log for e in entries)), 5)
+
+
+class GatedTool(BaseTool):
+    """Records start, waits for its gate, records end."""
+
+    def __init__(self, name: str, concurrency: Concurrency, journal: Journal,
+                 timeout_s: float | None = 60.0) -> None:
+        self.spec = ToolSpec(name=name, description="test", parameters=SCHEMA,
+                             concurrency=concurrency, timeout_s=timeout_s)
+        self.journal = journal
+
+    async def invoke(self, ctx: ToolContext) -> ToolOutput:
+        key = ctx.arguments["id"]
+        await self.journal.note(f"start:{key}")
+        try:
+            await self.journal.gate(key).wait()
+        except asyncio.CancelledError:
+            await self.journal.note(f"cancelled:{key}")
+            raise
+        await self.journal.note(f"end:{key}")
+        return ToolOutput(content=f"result of {key}")
+
+
+class RaisingTool(BaseTool):
+    spec = ToolSpec(name="Broken", description="test", parameters=SCHEMA,
+                    concurrency=Concurrency.ALWAYS)
+
+    async def invoke(self, ctx: ToolContext) -> ToolOutput:
+        if ctx.arguments["id"] == "tool-error":
+            raise ToolError("the file is locked")
+        raise RuntimeError("boom")
+
+
+class Gate:
+    """An approval port that answers from a table and records what it was asked."""
+
+    def __init__(self, decisions: dict[str, ApprovalDecision]) -> None:
+        self.decisions = decisions
+        self.asked: list[str] = []
+
+    def needs_approval(self, call: ToolCall, default: bool) -> bool:
+        return call.name == "Risky"
+
+    async def request(self, call: ToolCall, reason: str) -> ApprovalDecision:
+        self.asked.append(call.id)
+        return self.decisions[call.id]
+
+
+def call(name: str, key: str, **arguments: Any) -> ToolCall:
+    return ToolCall(id=f"call_{key}", name=name, arguments={"id": key, **arguments})
+
+
+def executor(journal: Journal, events: list[RuntimeEvent], gate: Gate | None = None,
+             timeout_s: float | None = 60.0) -> StreamingToolExecutor:
+    registry = ToolRegistry([
+        GatedTool("Safe", Concurrency.ALWAYS, journal),
+        GatedTool("Exclusive", Concurrency.NEVER, journal),
+        GatedTool("Risky", Concurrency.NEVER, journal),
+        GatedTool("Slow", Concurrency.ALWAYS, journal, timeout_s=timeout_s),
+        RaisingTool(),
+    ])
+
+    async def emit(event: RuntimeEvent) -> None:
+        events.append(event)
+
+    def make_context(c: ToolCall, arguments: dict[str, Any]) -> ToolContext:
+        return ToolContext(call_id=c.id, arguments=arguments, workspace=Path("."), emit=emit)
+
+    return StreamingToolExecutor(registry, make_context=make_context, emit=emit, approvals=gate)
+
+
+def open_all(journal: Journal, *keys: str) -> None:
+    for key in keys:
+        journal.gate(key).set()
+
+
+async def test_five_concurrency_safe_tools_all_start_before_any_ends() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    keys = [f"s{i}" for i in range(5)]
+    for key in keys:
+        ex.add(call("Safe", key))
+    await journal.wait_for(*(f"start:{k}" for k in keys))
+    open_all(journal, *keys)
+    results = await ex.results()
+    assert journal.log[:5] == [f"start:{k}" for k in keys]
+    assert sorted(journal.log[5:]) == sorted(f"end:{k}" for k in keys)
+    assert [r.content for r in results] == [f"result of {k}" for k in keys]
+
+
+async def test_a_never_tool_waits_for_the_running_ones_and_blocks_the_next() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    for c in (call("Safe", "a"), call("Safe", "b"), call("Exclusive", "x"), call("Safe", "c")):
+        ex.add(c)
+    await journal.wait_for("start:a", "start:b")
+    await asyncio.sleep(0)
+    assert "start:x" not in journal.log
+    open_all(journal, "a", "b")
+    await journal.wait_for("start:x")
+    assert "start:c" not in journal.log  # blocked behind the exclusive call
+    open_all(journal, "x")
+    await journal.wait_for("start:c")
+    open_all(journal, "c")
+    await ex.results()
+    log = journal.log
+    assert log.index("start:x") > max(log.index("end:a"), log.index("end:b"))
+    assert log.index("start:c") > log.index("end:x")
+
+
+async def test_results_come_back_in_call_order_whatever_order_tools_finish() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    for key in ("first", "second", "third"):
+        ex.add(call("Safe", key))
+    await journal.wait_for("start:first", "start:second", "start:third")
+    for key in ("third", "first", "second"):
+        open_all(journal, key)
+        await journal.wait_for(f"end:{key}")
+    results = await ex.results()
+    assert [r.tool_use_id for r in results] == ["call_first", "call_second", "call_third"]
+    finished = [e.call_id for e in events if isinstance(e, ToolResultEvent)]
+    assert finished == ["call_third", "call_first", "call_second"]
+
+
+async def test_a_later_safe_call_does_not_overtake_a_waiting_unsafe_one() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    ex.add(call("Safe", "a"))
+    ex.add(call("Exclusive", "x"))
+    ex.add(call("Safe", "b"))
+    await journal.wait_for("start:a")
+    await asyncio.sleep(0)
+    assert "start:b" not in journal.log
+    open_all(journal, "a", "x", "b")
+    await ex.results()
+    assert journal.log.index("start:b") > journal.log.index("end:x")
+
+
+async def test_unknown_tool_and_invalid_arguments_go_back_to_the_model() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    ex.add(ToolCall(id="c1", name="Nope", arguments={}))
+    ex.add(ToolCall(id="c2", name="Safe", arguments={"id": 3, "extra": True}))
+    unknown, invalid = await ex.results()
+    assert unknown.is_error and "Unknown tool 'Nope'" in unknown.text()
+    assert "Safe" in unknown.text()
+    assert invalid.is_error and "Invalid arguments" in invalid.text()
+    assert "3 is not of type 'string'" in invalid.text()
+    assert "'extra' was unexpected" in invalid.text()
+    assert journal.log == []  # nothing ran
+
+
+async def test_tool_failures_become_error_results() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    ex.add(call("Broken", "tool-error"))
+    ex.add(call("Broken", "crash"))
+    locked, crashed = await ex.results()
+    assert (locked.is_error, locked.text()) == (True, "the file is locked")
+    assert crashed.is_error and crashed.text() == "Broken failed: RuntimeError: boom"
+
+
+async def test_a_tool_past_its_timeout_is_stopped() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events, timeout_s=0.01)
+    ex.add(call("Slow", "forever"))
+    [result] = await ex.results()
+    assert result.is_error and "timed out after 0.01 s" in result.text()
+    assert "cancelled:forever" in journal.log
+
+
+async def test_denied_call_does_not_run_and_the_model_is_told_who_denied_it() -> None:
+    journal, events = Journal(), []
+    gate = Gate({"call_r": ApprovalDecision(approved=False, decided_by="bob", note="not now")})
+    ex = executor(journal, events, gate)
+    ex.add(call("Risky", "r"))
+    [result] = await ex.results()
+    assert result.is_error and "denied by bob" in result.text() and "not now" in result.text()
+    assert journal.log == [] and gate.asked == ["call_r"]
+    kinds = [type(e) for e in events]
+    assert kinds == [AwaitingApproval, ApprovalDecided, ToolResultEvent]
+
+
+async def test_approved_call_runs_after_the_decision() -> None:
+    journal, events = Journal(), []
+    gate = Gate({"call_r": ApprovalDecision(approved=True, decided_by="bob")})
+    ex = executor(journal, events, gate)
+    ex.add(call("Risky", "r"))
+    ex.add(call("Safe", "s"))  # no approval needed
+    open_all(journal, "r", "s")
+    results = await ex.results()
+    assert [r.is_error for r in results] == [False, False]
+    assert gate.asked == ["call_r"]
+    decided = next(e for e in events if isinstance(e, ApprovalDecided))
+    assert (decided.approved, decided.decided_by) == (True, "bob")
+    assert events.index(decided) < events.index(
+        next(e for e in events if isinstance(e, ToolStarted) and e.call_id == "call_r"))
+
+
+async def test_timed_out_approval_is_a_denial() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events, Gate({"call_r": ApprovalDecision(approved=False)}))
+    ex.add(call("Risky", "r"))
+    [result] = await ex.results()
+    assert "timed out" in result.text() and journal.log == []
+
+
+async def test_abort_cancels_running_tools_and_gives_every_call_a_result() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    ex.add(call("Safe", "a"))
+    ex.add(call("Exclusive", "x"))  # waits behind a, never starts
+    await journal.wait_for("start:a")
+    results = await ex.abort()
+    assert "cancelled:a" in journal.log and "start:x" not in journal.log
+    assert [r.tool_use_id for r in results] == ["call_a", "call_x"]
+    assert all(r.is_error and "cancelled" in r.text() for r in results)
+    open_all(journal, "x")
+    await asyncio.sleep(0)
+    assert "start:x" not in journal.log  # nothing starts after an abort
+
+
+@pytest.mark.parametrize("concurrency", [Concurrency.ALWAYS, Concurrency.NEVER])
+async def test_completed_results_survive_an_abort(concurrency: Concurrency) -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    name = "Safe" if concurrency is Concurrency.ALWAYS else "Exclusive"
+    ex.add(call(name, "done"))
+    open_all(journal, "done")
+    await ex.results()
+    [result] = await ex.abort()
+    assert result.content == "result of done" and not result.is_error
