@@ -1,0 +1,146 @@
+"""The offline model's script format, shared by ScriptedProvider and the fakellm server.
+
+A script is the most recent message written by a person (tool results do not count) whose whole
+text is a JSON object ``{"script": [step, ...]}``. Steps:
+
+- ``{"thinking": "..."}``: reasoning text;
+- ``{"text": "..."}``: answer text;
+- ``{"tool_call": {"name": "...", "arguments": {...}}}``: one client tool call;
+- ``{"error": {"status": 529, "in_stream": false}}``: fail this request with that HTTP status
+  (or, with ``in_stream: true``, inside a 200 stream); the retry plays the turn's remaining steps.
+
+Steps are cut into model turns after each run of consecutive ``tool_call`` steps (one run is one
+parallel batch). The k-th request after the script message plays turn k, k being the number of
+assistant messages since that message.
+
+Error steps cut a turn into segments. The n-th request for the same turn plays segment n: its
+steps, then its closing error (an HTTP error replaces the whole response; an in-stream error
+follows the segment's streamed steps). So a retry plays the steps after the error that failed
+the previous attempt. A :class:`ScriptPlayer` counts the requests per turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from apps.engine.messages import Message
+
+__all__ = ["Script", "ScriptPlayer", "Step", "find_script", "parse_script", "split_turns"]
+
+Step = dict[str, Any]
+
+_KINDS = ("thinking", "text", "tool_call", "error")
+
+
+def _valid_step(step: Any) -> bool:
+    if not (isinstance(step, dict) and len(step) == 1):
+        return False
+    (kind, value), = step.items()
+    if kind in ("thinking", "text"):
+        return isinstance(value, str)
+    if kind == "tool_call":
+        return (isinstance(value, dict) and isinstance(value.get("name"), str)
+                and isinstance(value.get("arguments", {}), dict))
+    if kind == "error":
+        return isinstance(value, dict) and isinstance(value.get("status", 500), int)
+    return False
+
+
+_AUTHOR_LABEL = re.compile(r"\A\s*\[[^\]\n]{1,200}\]\s*")
+
+
+def parse_script(text: str) -> list[Step] | None:
+    """The steps of ``text`` if it is exactly a script object with valid steps, else None.
+    A leading ``[name]`` author label (how a room shows the model who wrote) is skipped."""
+    text = _AUTHOR_LABEL.sub("", text, count=1).strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    steps = document.get("script") if isinstance(document, dict) else None
+    if not isinstance(steps, list) or not all(_valid_step(s) for s in steps):
+        return None
+    return steps
+
+
+def split_turns(steps: list[Step]) -> list[list[Step]]:
+    """Cut ``steps`` into model turns after each run of consecutive tool calls."""
+    turns: list[list[Step]] = []
+    current: list[Step] = []
+    for i, step in enumerate(steps):
+        current.append(step)
+        following = steps[i + 1] if i + 1 < len(steps) else None
+        if "tool_call" in step and (following is None or "tool_call" not in following):
+            turns.append(current)
+            current = []
+    if current:
+        turns.append(current)
+    return turns
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """The script in force for a request: its ``turns`` and which one to play (``turn``:
+    0-based; ``None`` past the end, when the script has nothing more to say)."""
+
+    turns: list[list[Step]]
+    turn: int | None
+    position: int = 0  # index of the script message in the history
+    source: str = ""  # its text: with ``position``, identifies the script
+
+    def steps(self) -> list[Step]:
+        """The steps of the current turn (empty past the end)."""
+        return [] if self.turn is None else self.turns[self.turn]
+
+
+def find_script(messages: list[Message]) -> Script | None:
+    """The script of the latest person-written message in ``messages``, or None."""
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if message.role != "user" or not message.text():
+            continue  # tool results (in user or tool messages) do not count
+        steps = parse_script(message.text())
+        if steps is None:
+            return None
+        turns = split_turns(steps)
+        k = sum(1 for m in messages[position + 1 :] if m.role == "assistant")
+        return Script(turns=turns, turn=k if k < len(turns) else None, position=position,
+                      source=message.text())
+    return None
+
+
+def segment(steps: list[Step], attempt: int) -> tuple[list[Step], Step | None]:
+    """The steps request number ``attempt`` (0-based) of a turn plays, and the error step that
+    ends it (None when the segment runs to the end of the turn)."""
+    segments: list[tuple[list[Step], Step | None]] = []
+    current: list[Step] = []
+    for step in steps:
+        if "error" in step:
+            segments.append((current, step))
+            current = []
+        else:
+            current.append(step)
+    segments.append((current, None))
+    return segments[min(attempt, len(segments) - 1)]
+
+
+class ScriptPlayer:
+    """Decides what the offline model says to a request, remembering retries per turn."""
+
+    def __init__(self) -> None:
+        self._attempts: dict[tuple[int, str, int | None], int] = {}
+
+    def play(self, messages: list[Message]) -> tuple[list[Step], Step | None] | None:
+        """``(steps, closing error step or None)`` for this request, or None without a script."""
+        script = find_script(messages)
+        if script is None:
+            return None
+        key = (script.position, script.source, script.turn)
+        attempt = self._attempts.get(key, 0)
+        self._attempts[key] = attempt + 1
+        return segment(script.steps(), attempt)

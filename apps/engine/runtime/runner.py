@@ -1,0 +1,306 @@
+"""AgentRunner: one agent run as an async iterator of runtime events (DESIGN 2.4).
+
+Each iteration: build the request -> stream the model's answer (tools start as their calls
+complete) -> the assistant message joins the history -> the tool results join it -> messages
+people sent meanwhile are injected -> compaction if the history is over the threshold -> go on
+while there were tool calls or injected messages, else finish.
+
+The run happens in its own task and reports through a queue, so events from tools running
+beside the stream (approvals, questions, todos) interleave in the order they happened.
+:meth:`AgentRunner.cancel` stops it anywhere — streaming, running tools, waiting for approval —
+and the run still closes its history properly and ends with ``run_ended(cancelled)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from apps.engine.compaction.auto_compact import CompactionError, Compactor
+from apps.engine.compaction.tokens import estimate_tokens, usage_tokens
+from apps.engine.errors import ErrorKind, ProviderError
+from apps.engine.events import (
+    Compacted,
+    CompactionFailed,
+    CompactionStarted,
+    ErrorEvent,
+    MessagesInjected,
+    RunEnded,
+    RunStarted,
+    RuntimeEvent,
+    ToolResultEvent,
+    ToolStarted,
+    TurnEnded,
+    TurnStarted,
+    UsageUpdated,
+)
+from apps.engine.messages import (
+    ChatRequest,
+    Message,
+    ReasoningParams,
+    TextBlock,
+    ToolCall,
+    ToolResultBlock,
+)
+from apps.engine.ports import ApprovalGate, InputPort, PendingInbox
+from apps.engine.providers.base import AiProvider
+from apps.engine.runtime.hooks import RunHooks
+from apps.engine.runtime.loop import StepRun
+from apps.engine.tools.base import ToolContext, ToolEnvironment
+from apps.engine.tools.executor import StreamingToolExecutor
+from apps.engine.tools.registry import ToolRegistry
+
+__all__ = ["AgentRunner", "RunConfig", "RunStatus"]
+
+RunStatus = Literal["completed", "cancelled", "failed"]
+_DONE = object()
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """How to call the model and how long to go on.
+
+    ``context_window`` / ``max_tokens``: the model's limits (tokens), for the context gauge and
+    the compaction threshold; ``max_iterations``: hard cap on model calls per run;
+    ``tool_loop_limit``: consecutive all-failed tool iterations before ``tool_loop_detected``.
+    """
+
+    model: str
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning: ReasoningParams | None = None
+    server_tools: tuple[str, ...] = ()
+    context_window: int | None = None
+    max_iterations: int = 50
+    tool_loop_limit: int = 10
+
+
+class _RunFailed(Exception):
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class AgentRunner:
+    """One run over ``history`` (a list the run appends to in place).
+
+    Ports: ``inbox`` (people's pending messages), ``approvals``, ``inputs`` (AskUser); ``env``
+    and ``workspace`` for tools; ``compactor`` (None: never compact); ``hooks``; ``services``
+    handed to tools (e.g. the sub-agent factory of Task).
+    """
+
+    def __init__(self, provider: AiProvider, tools: ToolRegistry, config: RunConfig,
+                 history: list[Message], *, run_id: str, workspace: Path,
+                 inbox: PendingInbox | None = None, approvals: ApprovalGate | None = None,
+                 inputs: InputPort | None = None, env: ToolEnvironment | None = None,
+                 compactor: Compactor | None = None, hooks: RunHooks | None = None,
+                 services: dict[str, Any] | None = None) -> None:
+        self.provider = provider
+        self.tools = tools
+        self.config = config
+        self.history = history
+        self.run_id = run_id
+        self.workspace = workspace
+        self.inbox = inbox
+        self.approvals = approvals
+        self.inputs = inputs
+        self.env = env or ToolEnvironment()
+        self.compactor = compactor
+        self.hooks = hooks or RunHooks()
+        self.services = services if services is not None else {}
+        self.status: RunStatus | None = None
+        self.turns = 0
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._step: StepRun | None = None
+        self._anchor: tuple[int, int] | None = None  # (tokens of the last call, history index)
+
+    # -- the public surface ---------------------------------------------------------------
+    async def events(self) -> AsyncIterator[RuntimeEvent]:
+        """Run, yielding every runtime event until ``run_ended``. Call once."""
+        if self._task is not None:
+            raise RuntimeError("AgentRunner.events() may be called once")
+        self._task = asyncio.create_task(self._main(), name=f"run:{self.run_id}")
+        try:
+            while (item := await self._queue.get()) is not _DONE:
+                yield item  # type: ignore[misc]
+        finally:
+            if not self._task.done():  # the consumer went away: stop the run with it
+                self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def cancel(self) -> None:
+        """Stop the run wherever it is; it closes its history and ends ``cancelled``."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def run(self) -> list[RuntimeEvent]:
+        """Run to the end and return every event (for tests and one-shot callers)."""
+        return [event async for event in self.events()]
+
+    # -- the run ----------------------------------------------------------------------------
+    async def emit(self, event: RuntimeEvent) -> None:
+        """Report ``event`` (tools call this through their context)."""
+        self._queue.put_nowait(event)
+        if isinstance(event, ToolStarted):
+            await self.hooks.tool_start(event.call_id, event.name)
+        elif isinstance(event, ToolResultEvent):
+            await self.hooks.tool_end(event.call_id, event.result)
+
+    async def _main(self) -> None:
+        error_kind: str | None = None
+        try:
+            await self.emit(RunStarted(run_id=self.run_id, model=self.config.model))
+            self.status, error_kind = await self._loop()
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            await self._close_cancelled()
+            self.status = "cancelled"
+        except Exception as exc:  # a bug must still end the run visibly
+            await self.emit(ErrorEvent(error_kind="internal",
+                                       message=f"{type(exc).__name__}: {exc}"))
+            self.status, error_kind = "failed", "internal"
+        finally:
+            await self.hooks.run_end(self.status or "failed", self.history)
+            self._queue.put_nowait(RunEnded(status=self.status or "failed",
+                                            error_kind=error_kind, turns=self.turns))
+            self._queue.put_nowait(_DONE)
+
+    async def _close_cancelled(self) -> None:
+        if self._step is not None:
+            await self._step.close_interrupted("cancelled")
+
+    async def _loop(self) -> tuple[RunStatus, str | None]:
+        failing = 0
+        await self._inject()
+        while self.turns < self.config.max_iterations:
+            self.turns += 1
+            await self.emit(TurnStarted(turn=self.turns))
+            await self.hooks.turn_start(self.turns, self.history)
+            try:
+                calls, results = await self._turn()
+            except _RunFailed as failed:
+                return "failed", failed.kind
+            injected = await self._inject()
+            await self._maybe_compact()
+            await self.hooks.turn_end(self.turns, self.history)
+            await self.emit(TurnEnded(turn=self.turns))
+            if not calls and not injected:
+                return "completed", None
+            failing = failing + 1 if calls and all(r.is_error for r in results) else 0
+            if failing >= self.config.tool_loop_limit:
+                await self.emit(ErrorEvent(
+                    error_kind="tool_loop_detected",
+                    message=f"Every tool call failed in {failing} consecutive steps; stopped."))
+                return "failed", "tool_loop_detected"
+        await self.emit(ErrorEvent(error_kind="max_iterations", message=(
+            f"Stopped after {self.config.max_iterations} model calls (the run's limit).")))
+        return "failed", "max_iterations"
+
+    async def _turn(self, reactive_done: bool = False
+                    ) -> tuple[list[ToolCall], list[ToolResultBlock]]:
+        step = self._step = StepRun(provider=self.provider, executor=self._executor(),
+                                    history=self.history, emit=self.emit)
+        try:
+            await step.stream(self._request())
+        except ProviderError as error:
+            if self._can_retry_reactively(error, step, reactive_done):
+                await step.executor.abort()
+                if await self._compact("reactive"):
+                    return await self._turn(reactive_done=True)
+            await step.close_interrupted("error")
+            await self.emit(ErrorEvent(error_kind=str(error.kind), message=error.message))
+            raise _RunFailed(str(error.kind)) from error
+        await step.append_message()
+        await self._note_usage(step)
+        results = await step.executor.results() if step.calls else []
+        await step.append_results(results)
+        self._step = None
+        return step.calls, results
+
+    def _can_retry_reactively(self, error: ProviderError, step: StepRun, done: bool) -> bool:
+        return (error.kind is ErrorKind.CONTEXT_LENGTH_EXCEEDED and not done
+                and not step.started and self.compactor is not None
+                and not self.compactor.state.disabled)
+
+    def _executor(self) -> StreamingToolExecutor:
+        return StreamingToolExecutor(self.tools, make_context=self._tool_context,
+                                     emit=self.emit, approvals=self.approvals)
+
+    def _tool_context(self, call: ToolCall, arguments: dict[str, Any]) -> ToolContext:
+        return ToolContext(call_id=call.id, arguments=arguments, workspace=self.workspace,
+                           emit=self.emit, inputs=self.inputs, env=self.env,
+                           services=self.services)
+
+    def _request(self) -> ChatRequest:
+        config = self.config
+        return ChatRequest(
+            model=config.model, messages=for_model(self.history), system=config.system,
+            tools=self.tools.definitions(), max_tokens=config.max_tokens,
+            temperature=config.temperature, reasoning=config.reasoning,
+            server_tools=list(config.server_tools),
+        )
+
+    async def _note_usage(self, step: StepRun) -> None:
+        if step.usage is None:
+            return
+        tokens = usage_tokens(step.usage, self.provider.protocol)
+        if tokens is not None:
+            self._anchor = (tokens, len(self.history))
+        await self.emit(UsageUpdated(
+            usage=step.usage, context_tokens=self.context_tokens(),
+            context_window=self.config.context_window or 200_000))
+
+    def context_tokens(self) -> int:
+        """Estimated tokens the history uses now (DESIGN 2.6)."""
+        if self._anchor is None:
+            return estimate_tokens(self.history)
+        tokens, index = self._anchor
+        return estimate_tokens(self.history, tokens, index)
+
+    async def _inject(self) -> bool:
+        if self.inbox is None:
+            return False
+        messages = await self.inbox.take()
+        if not messages:
+            return False
+        self.history.extend(messages)
+        await self.emit(MessagesInjected(messages=messages))
+        return True
+
+    async def _maybe_compact(self) -> None:
+        if self.compactor is not None and self.compactor.due(self.context_tokens()):
+            await self._compact("auto")
+
+    async def _compact(self, reason: Literal["auto", "reactive"]) -> bool:
+        assert self.compactor is not None
+        before = self.context_tokens()
+        await self.emit(CompactionStarted(reason=reason, tokens_before=before))
+        try:
+            result = await self.compactor.compact(self.history)
+        except CompactionError as exc:
+            await self.emit(CompactionFailed(
+                message=str(exc), consecutive_failures=self.compactor.state.consecutive_failures))
+            return False
+        self.history[:] = result.history
+        self._anchor = None
+        await self.emit(Compacted(reason=reason, messages_removed=result.messages_removed,
+                                  tokens_before=before, tokens_after=self.context_tokens(),
+                                  summary=result.summary))
+        return True
+
+
+def for_model(history: list[Message]) -> list[Message]:
+    """The history as the model sees it: a person's message starts with ``[name]`` in a text
+    block of its own, so the model knows who said what (and a script stays a whole block)."""
+    shown: list[Message] = []
+    for message in history:
+        if message.role == "user" and message.author is not None:
+            label = TextBlock(text=f"[{message.author.name}]")
+            message = message.model_copy(update={"content": [label, *message.content]})
+        shown.append(message)
+    return shown
