@@ -45,11 +45,12 @@ class _Model(BaseModel):
 
 
 class TextBlock(_Model):
-    """Answer text. ``citations``: provider citation objects (Anthropic ``citations_delta``)."""
+    """Answer text. ``citations``: provider citation objects (Anthropic ``citations_delta``), or
+    bare URL strings (Perplexity's top-level ``citations``)."""
 
     type: Literal["text"] = "text"
     text: str
-    citations: list[dict[str, Any]] | None = None
+    citations: list[dict[str, Any] | str] | None = None
     thought_signature: str | None = None  # Gemini: the thoughtSignature of the part, verbatim
 
 

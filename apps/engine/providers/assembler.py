@@ -50,7 +50,7 @@ class MessageAssembler:
         self.blocks: list[ContentBlock] = []
         self.reasoning_content: list[str] = []
         self.tool_calls: list[ToolCall] = []
-        self.citations: list[dict[str, Any]] = []
+        self.citations: list[dict[str, Any] | str] = []
         self.grounding_metadata: dict[str, Any] | None = None
         self.message_id: str | None = None
         self.model: str | None = None
@@ -145,7 +145,7 @@ class MessageAssembler:
             self.blocks.append(TextBlock(text="", thought_signature=signature))
         self._open, self._open_index = None, None
 
-    def _cite(self, citation: dict[str, Any], index: int | None) -> None:
+    def _cite(self, citation: dict[str, Any] | str, index: int | None) -> None:
         self.citations.append(citation)
         block = self._open
         if not (isinstance(block, TextBlock) and index == self._open_index):

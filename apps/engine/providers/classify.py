@@ -69,6 +69,12 @@ _CODE_KINDS: dict[str, ErrorKind] = {
     "INTERNAL": K.SERVER,
     "DEADLINE_EXCEEDED": K.SERVER,
     "UNKNOWN": K.SERVER,
+    # Google ErrorInfo.reason in error.details: more specific than the status (a bad key is a
+    # 400 INVALID_ARGUMENT with reason API_KEY_INVALID)
+    "API_KEY_INVALID": K.AUTH,
+    "API_KEY_SERVICE_BLOCKED": K.PERMISSION,
+    "SERVICE_DISABLED": K.PERMISSION,
+    "CONSUMER_SUSPENDED": K.PERMISSION,
 }
 
 # Context overflow in each provider's words; each pattern may capture (input, limit) counts.
@@ -82,15 +88,26 @@ _CONTEXT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
         # Gemini: "The input token count (218152) exceeds the maximum number ... (65536)"
         (r"input token count\s*(?:\((\d+)\))?\s*exceeds the maximum number of tokens"
          r"(?: allowed)?\s*(?:\((\d+)\))?", "il"),
-        # OpenAI: "maximum context length is 4097 tokens. However, you requested 4120 tokens"
-        (r"maximum context length is (\d+) tokens\. However, you requested (\d+)", "li"),
+        # Vertex AI: "the input token count is 1200000 but model only supports up to 1048576"
+        (r"input token count is (\d+) but (?:the )?model only supports up to (\d+)", "il"),
+        # OpenAI: "maximum context length is 4097 tokens. However, you requested 4120 tokens",
+        # older "..., however you requested 4322 tokens", "However, your messages resulted in
+        # 7575 tokens"; OpenRouter: "However, you requested about 150000 tokens"
+        (r"maximum context length is (\d+) tokens[.,] However,? (?:you requested|your messages "
+         r"resulted in) (?:about )?(\d+)", "li"),
+        # xAI: "This model's maximum prompt length is 131072 but the request contains 136973
+        # tokens." (cline/cline#3120)
+        (r"maximum prompt length is (\d+) but the request contains (\d+) tokens", "li"),
+        # TGI (Hugging Face, Together): "`inputs` tokens + `max_new_tokens` must be <= 8193.
+        # Given: 8000 `inputs` tokens and 1000 `max_new_tokens`"
+        (r"`inputs` tokens \+ `max_new_tokens` must be <= (\d+)\. Given: (\d+) `inputs`", "li"),
         # vLLM: "maximum context length is 4096 tokens. However, your request has 5000 input"
         (r"maximum context length is (\d+) tokens.*?(\d+) input tokens", "li"),
         # Azure: "Input tokens exceed the configured limit of 272000 tokens. Your messages
         # resulted in 509178 tokens."
         (r"exceed the configured limit of (\d+) tokens\.\s*Your messages resulted in (\d+)", "li"),
         # Mistral: "Prompt contains 140000 tokens, too large for model with 131072 maximum"
-        (r"prompt contains (\d+) tokens, too large for model with (\d+)", "il"),
+        (r"prompt contains (\d+) tokens.{0,40}?too large for model with (\d+)", "il"),
         # Perplexity and others
         (r"total length of all messages is too long", None),
         (r"exceeds the context window", None),
@@ -195,7 +212,10 @@ def _context_counts(message: str) -> tuple[bool, int | None, int | None]:
 
 
 def _codes(err: dict[str, Any]) -> list[str]:
-    codes = [err.get("code"), err.get("type"), err.get("status")]
+    details = err.get("details") if isinstance(err.get("details"), list) else []
+    reasons = [d.get("reason") for d in details if isinstance(d, dict)
+               and str(d.get("@type", "")).endswith("ErrorInfo")]
+    codes = [*reasons, err.get("code"), err.get("type"), err.get("status")]
     meta = err.get("metadata")
     if isinstance(meta, dict):
         codes.append(meta.get("error_type"))

@@ -13,8 +13,13 @@ Rules follow the WHATWG HTML Living Standard, section 9.2.6 "Interpreting an eve
   digits only; other fields are ignored;
 - a blank line dispatches the event, unless no ``data`` line was seen (then the buffers reset).
 
-One deliberate deviation (DESIGN 2.2): at end of stream a final event that was not followed by
-a blank line is still delivered; the provider layer decides whether its payload is complete.
+Two deliberate deviations:
+
+- (DESIGN 2.2) at end of stream a final event that was not followed by a blank line is still
+  delivered; the provider layer decides whether its payload is complete;
+- llama.cpp's server reports failures with a non-standard ``error:`` field instead of ``data:``
+  (shared/cases/provider README, STREAM-ERROR). The spec would ignore the line and the failure
+  would vanish; here it becomes an ``error`` event whose data is the field's value.
 
 Bytes are decoded only up to the last line terminator of what has arrived, so a multi-byte
 UTF-8 character split across network reads is never damaged (terminators are ASCII and never
@@ -120,6 +125,9 @@ class SSEDecoder:
             self._data.append(value)
         elif name == "event":
             self._event = value
+        elif name == "error":  # llama.cpp: see the module docstring
+            self._event = "error"
+            self._data.append(value)
         elif name == "id":
             if "\x00" not in value:
                 self._last_id = value

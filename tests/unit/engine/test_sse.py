@@ -102,6 +102,12 @@ def test_retry_takes_ascii_digits_only() -> None:
     assert [e.retry for e in events] == [1500, 1500, 1500]
 
 
+def test_llama_cpp_error_field_becomes_an_error_event() -> None:
+    # A deviation: llama.cpp writes `error: {...}` where every other server writes data.
+    [event] = decode(b'data: {"a":1}\n\nerror: {"code":500,"message":"oops"}\n\n')[1:]
+    assert (event.event, event.data) == ("error", '{"code":500,"message":"oops"}')
+
+
 def test_unknown_fields_and_wrong_case_are_ignored() -> None:
     assert datas(b"foo: bar\nData: no\ndata: yes\n\n") == ["yes"]
 
