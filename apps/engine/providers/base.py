@@ -10,6 +10,7 @@ failures mapped to ``network`` before the first byte and ``stream_interrupted`` 
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -160,11 +161,17 @@ class HttpProvider:
                     )
                 translator = self.new_translator()
                 decoder = SSEDecoder()
-                async for chunk in response.aiter_bytes():
+                chunks = response.aiter_bytes()
+                async for chunk in chunks:
                     started = True
                     for sse in decoder.feed(chunk):
                         for event in translator.feed(sse):
                             yield reasoning.observe(event)
+                    # A translator may expose ``done`` (its terminal marker was seen): stop
+                    # reading, so a server that keeps the connection open cannot hang the turn.
+                    if getattr(translator, "done", False):
+                        await _drain(chunks)
+                        break
                 for sse in decoder.close():
                     for event in translator.feed(sse):
                         yield reasoning.observe(event)
@@ -216,6 +223,20 @@ class HttpProvider:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+DRAIN_GRACE_S = 2.0
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows a terminal marker for a moment (normally just the end of the body),
+    so the connection goes back to the pool; a silent or broken tail is let go."""
+    try:
+        async with asyncio.timeout(DRAIN_GRACE_S):
+            async for _ in chunks:
+                pass
+    except (TimeoutError, httpx2.TransportError):
+        pass
 
 
 class _ReasoningClock:
