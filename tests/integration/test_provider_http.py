@@ -204,3 +204,19 @@ async def test_nothing_listening_is_a_network_error() -> None:
         with pytest.raises(ProviderError) as raised:
             await collect(provider)
     assert raised.value.kind is ErrorKind.NETWORK
+
+
+async def test_a_200_with_a_json_error_body_is_classified_not_streamed() -> None:
+    body = b'{"error":{"type":"overloaded_error","message":"upstream busy"}}'
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json; charset=utf-8\r\n"
+                     b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+    server, listener, url = await start(handler)
+    async with listener, await provider_for(url) as provider:
+        with pytest.raises(ProviderError) as raised:
+            await collect(provider)
+    assert raised.value.kind is ErrorKind.OVERLOADED
+    assert raised.value.message == "upstream busy" and raised.value.status is None

@@ -154,7 +154,8 @@ class HttpProvider:
             async with self._client.stream(
                 "POST", call.url, json=call.body, headers=call.headers
             ) as response:
-                if response.status_code >= 400:
+                if response.status_code >= 400 or _json_body(response):
+                    # A gateway may answer 200 with a JSON error body instead of a stream.
                     body = await response.aread()
                     raise self.classify_error(
                         body, status=response.status_code, headers=response.headers
@@ -226,6 +227,11 @@ class HttpProvider:
 
 
 DRAIN_GRACE_S = 2.0
+
+
+def _json_body(response: httpx2.Response) -> bool:
+    """A JSON (not event-stream) answer to a streaming request: an error by construction."""
+    return response.headers.get("content-type", "").split(";")[0].strip() == "application/json"
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,7 +49,7 @@ from apps.engine.ports import ApprovalGate, InputPort, PendingInbox
 from apps.engine.providers.base import AiProvider
 from apps.engine.runtime.hooks import RunHooks
 from apps.engine.runtime.loop import StepRun
-from apps.engine.tools.base import ToolContext, ToolEnvironment
+from apps.engine.tools.base import ToolCategory, ToolContext, ToolEnvironment
 from apps.engine.tools.executor import StreamingToolExecutor
 from apps.engine.tools.registry import ToolRegistry
 
@@ -57,6 +57,11 @@ __all__ = ["AgentRunner", "RunConfig", "RunStatus"]
 
 RunStatus = Literal["completed", "cancelled", "failed"]
 _DONE = object()
+SUBAGENT_SYSTEM = (
+    "You are a sub-agent working for another agent. Do the task you are given with the tools "
+    "you have, then answer with a concise report of what you found or did: that report is all "
+    "the other agent will see."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class AgentRunner:
         self.compactor = compactor
         self.hooks = hooks or RunHooks()
         self.services = services if services is not None else {}
+        self.services.setdefault("subagent", self.subagent)
         self.status: RunStatus | None = None
         self.turns = 0
         self._queue: asyncio.Queue[object] = asyncio.Queue()
@@ -141,6 +147,15 @@ class AgentRunner:
     async def run(self) -> list[RuntimeEvent]:
         """Run to the end and return every event (for tests and one-shot callers)."""
         return [event async for event in self.events()]
+
+    def subagent(self, prompt: str) -> AgentRunner:
+        """A sub-agent for Task: same provider, workspace and ports; a fresh history holding
+        ``prompt``; every tool except the agent ones (no sub-agents of sub-agents)."""
+        return AgentRunner(
+            self.provider, self.tools.subset(exclude_categories=[ToolCategory.AGENT]),
+            replace(self.config, system=SUBAGENT_SYSTEM), [Message(role="user", content=prompt)],
+            run_id=f"{self.run_id}/sub", workspace=self.workspace, approvals=self.approvals,
+            inputs=self.inputs, env=self.env)
 
     # -- the run ----------------------------------------------------------------------------
     async def emit(self, event: RuntimeEvent) -> None:

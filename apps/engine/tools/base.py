@@ -80,11 +80,12 @@ class ToolEnvironment:
     """Host settings the tools obey: ``allow_private_network`` (WebFetch, MCP HTTP: loopback,
     private and link-local targets), ``max_result_chars`` (a longer result is stored in the
     workspace and the model gets a preview and the path), ``sandbox`` ("auto": bubblewrap when
-    installed; "off")."""
+    installed; "off"), ``ask_timeout_s`` (how long AskUser waits for an answer)."""
 
     allow_private_network: bool = False
     max_result_chars: int = 30_000
     sandbox: str = "auto"
+    ask_timeout_s: float = 900.0
 
 
 @dataclass(slots=True)
