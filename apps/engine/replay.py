@@ -92,8 +92,10 @@ def replay(protocol: str, chunks: Iterable[bytes]) -> dict[str, Any]:
 def _thought_signatures(blocks: list[Any], assembler: MessageAssembler) -> list[str]:
     if assembler.provider != "gemini":
         return []
-    return [b.thought_signature for b in blocks
-            if getattr(b, "thought_signature", None) is not None]
+    # a server-tool part (toolCall, executableCode, ...) keeps its signature inside its raw part
+    signatures = [b.raw.get("thoughtSignature") if isinstance(b, ServerToolBlock)
+                  else getattr(b, "thought_signature", None) for b in blocks]
+    return [s for s in signatures if isinstance(s, str)]
 
 
 def _error(error: ProviderError | None) -> dict[str, Any] | None:
