@@ -16,7 +16,9 @@ assistant messages since that message.
 Error steps cut a turn into segments. The n-th request for the same turn plays segment n: its
 steps, then its closing error (an HTTP error replaces the whole response; an in-stream error
 follows the segment's streamed steps). So a retry plays the steps after the error that failed
-the previous attempt. A :class:`ScriptPlayer` counts the requests per turn.
+the previous attempt, even when the history changed in between (a compaction). A
+:class:`ScriptPlayer` counts the requests per (script text, turn) and forgets the count once the
+turn's last segment has played, so the same script sent again fails again.
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from typing import Any
 
 from apps.engine.messages import Message
 
-__all__ = ["Script", "ScriptPlayer", "Step", "find_script", "parse_script", "split_turns"]
+__all__ = [
+    "Script",
+    "ScriptPlayer",
+    "Step",
+    "find_script",
+    "parse_script",
+    "pieces",
+    "split_turns",
+]
 
 Step = dict[str, Any]
 
@@ -90,8 +100,7 @@ class Script:
 
     turns: list[list[Step]]
     turn: int | None
-    position: int = 0  # index of the script message in the history
-    source: str = ""  # its text: with ``position``, identifies the script
+    source: str = ""  # the script message's text, which identifies the script
 
     def steps(self) -> list[Step]:
         """The steps of the current turn (empty past the end)."""
@@ -109,8 +118,7 @@ def find_script(messages: list[Message]) -> Script | None:
             return None
         turns = split_turns(steps)
         k = sum(1 for m in messages[position + 1 :] if m.role == "assistant")
-        return Script(turns=turns, turn=k if k < len(turns) else None, position=position,
-                      source=message.text())
+        return Script(turns=turns, turn=k if k < len(turns) else None, source=message.text())
     return None
 
 
@@ -133,14 +141,32 @@ class ScriptPlayer:
     """Decides what the offline model says to a request, remembering retries per turn."""
 
     def __init__(self) -> None:
-        self._attempts: dict[tuple[int, str, int | None], int] = {}
+        self._attempts: dict[tuple[str, int | None], int] = {}
 
     def play(self, messages: list[Message]) -> tuple[list[Step], Step | None] | None:
         """``(steps, closing error step or None)`` for this request, or None without a script."""
         script = find_script(messages)
         if script is None:
             return None
-        key = (script.position, script.source, script.turn)
+        key = (script.source, script.turn)
         attempt = self._attempts.get(key, 0)
-        self._attempts[key] = attempt + 1
-        return segment(script.steps(), attempt)
+        steps, error = segment(script.steps(), attempt)
+        if error is None:
+            self._attempts.pop(key, None)  # the turn is over: a resend starts afresh
+        else:
+            self._attempts[key] = attempt + 1
+        return steps, error
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` in word-sized pieces (a space starts a piece), the way a model streams tokens;
+    joined they give ``text`` back exactly."""
+    out: list[str] = []
+    start = 0
+    for i, char in enumerate(text):
+        if char == " " and i > start:
+            out.append(text[start:i])
+            start = i
+    if start < len(text):
+        out.append(text[start:])
+    return out

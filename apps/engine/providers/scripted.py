@@ -34,7 +34,7 @@ from apps.engine.events import (
 from apps.engine.messages import ChatRequest, Protocol, ToolCall, Usage
 from apps.engine.providers.base import ModelInfo
 from apps.engine.providers.classify import classify_error
-from apps.engine.providers.script import ScriptPlayer, Step
+from apps.engine.providers.script import ScriptPlayer, Step, pieces
 
 __all__ = ["OFFLINE_REPLY", "ScriptedProvider", "script_events"]
 
@@ -106,7 +106,7 @@ def script_events(steps: list[Step], error: Step | None, protocol: str, n: int
             if protocol == "anthropic":
                 items.append(ThinkingSignature(signature=f"scripted-signature-{n}"))
         elif kind == "text":
-            items.extend(ContentDelta(text=piece) for piece in _pieces(value))
+            items.extend(ContentDelta(text=piece) for piece in pieces(value))
         elif kind == "tool_call":
             call = ToolCall(id=f"call_s{n}_{len(calls)}", provider_id=f"call_s{n}_{len(calls)}",
                             name=value["name"], arguments=value.get("arguments", {}),
@@ -122,18 +122,6 @@ def script_events(steps: list[Step], error: Step | None, protocol: str, n: int
     items.append(MessageEnd(usage=Usage(input_tokens=0, output_tokens=output),
                             stop_reason="tool_use" if calls else "end_turn"))
     return items
-
-
-def _pieces(text: str) -> list[str]:
-    """Word-sized pieces, the way a model streams."""
-    pieces: list[str] = []
-    start = 0
-    for i, char in enumerate(text):
-        if char == " " and i > start:
-            pieces.append(text[start:i])
-            start = i
-    pieces.append(text[start:])
-    return [p for p in pieces if p]
 
 
 def _error(step: Step, *, in_stream: bool) -> ProviderError:

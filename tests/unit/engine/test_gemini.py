@@ -411,8 +411,10 @@ def test_url_context_can_come_from_reasoning_params() -> None:
 @pytest.mark.parametrize(("model", "budget", "max_tokens", "sent"), [
     ("gemini-2.5-flash", 100_000, None, 24576),
     ("gemini-2.5-flash-lite", 30_000, None, 24576),
-    ("gemini-2.5-pro", 100_000, None, 65536),
-    ("gemini-2.5-pro", 50_000, None, 50_000),
+    ("gemini-2.5-pro", 100_000, None, 32768),  # Google documents 128-32768 for 2.5 Pro
+    ("gemini-2.5-pro", 30_000, None, 30_000),
+    ("gemini-3-pro-preview", 100_000, None, 65536),
+    ("gemini-3-pro-preview", 50_000, None, 50_000),
     ("gemini-2.5-pro", 20_000, 8000, 4000),
     ("gemini-2.5-flash", 20_000, 100_000, 20_000),
     ("gemini-2.5-flash", 1024, 8000, 1024),

@@ -10,7 +10,8 @@ https://ai.google.dev/gemini-api/docs/gemini-3:
   ``thinkingBudget`` is still accepted for compatibility, but never together with a level
   (400), so exactly one of the two is sent.
 - confab's caps (DESIGN 2.3): a budget is at most 24576 on Flash models, 65536 otherwise, and
-  at most half of ``maxOutputTokens`` so the answer keeps room.
+  at most half of ``maxOutputTokens`` so the answer keeps room. One correction to DESIGN:
+  Gemini 2.5 Pro documents a range of 128-32768, so 32768 is its cap (a larger budget is a 400).
 - ``includeThoughts`` asks for thought summaries (``thought: true`` parts); it follows
   ``ReasoningParams.include_thoughts`` and defaults to on whenever thinking is on.
 """
@@ -25,6 +26,7 @@ from apps.engine.messages import ReasoningParams
 __all__ = ["FLASH_BUDGET_CAP", "BUDGET_CAP", "budget_cap", "is_gemini3", "thinking_config"]
 
 FLASH_BUDGET_CAP = 24576
+PRO_25_BUDGET_CAP = 32768
 BUDGET_CAP = 65536
 PRO_MIN_BUDGET = 128  # Gemini 2.5 Pro cannot disable thinking; this is its smallest budget
 
@@ -45,9 +47,14 @@ def _is_flash(model: str) -> bool:
 
 
 def budget_cap(model: str, max_output_tokens: int | None) -> int:
-    """The largest thinking budget confab sends for ``model``: 24576 (Flash) or 65536, and at
-    most ``max_output_tokens // 2``."""
-    cap = FLASH_BUDGET_CAP if _is_flash(model) else BUDGET_CAP
+    """The largest thinking budget confab sends for ``model``: 24576 (Flash), 32768 (2.5 Pro)
+    or 65536, and at most ``max_output_tokens // 2``."""
+    if _is_flash(model):
+        cap = FLASH_BUDGET_CAP
+    elif "2.5-pro" in model.lower():
+        cap = PRO_25_BUDGET_CAP
+    else:
+        cap = BUDGET_CAP
     if max_output_tokens:
         cap = min(cap, max_output_tokens // 2)
     return cap
