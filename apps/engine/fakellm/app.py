@@ -1,0 +1,105 @@
+"""The fakellm HTTP application (Starlette): routes, script selection and pacing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from apps.engine.fakellm.requests import anthropic_messages, gemini_messages, openai_messages
+from apps.engine.fakellm.wire import ENCODERS, Frame, error_body
+from apps.engine.messages import Message
+from apps.engine.providers.script import ScriptPlayer, Step
+from apps.engine.providers.scripted import OFFLINE_REPLY
+
+__all__ = ["MODEL", "create_app"]
+
+MODEL = "confab-offline"
+Reader = Callable[[dict[str, Any]], list[Message]]
+
+
+def create_app(rate: float = 50.0) -> Starlette:
+    """The ASGI app; ``rate``: streamed tokens per second (0 = no pacing)."""
+    player = ScriptPlayer()
+
+    async def reply(request: Request, protocol: str, read: Reader, model: str) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return JSONResponse(error_body(protocol, 400, "the body is not JSON"), 400)
+        if not isinstance(body, dict):
+            return JSONResponse(error_body(protocol, 400, "the body is not an object"), 400)
+        played = player.play(read(body))
+        steps, error = played if played is not None else ([{"text": OFFLINE_REPLY}], None)
+        if error is not None and not error["error"].get("in_stream", False):
+            return _http_error(protocol, error)
+        frames = ENCODERS[protocol](steps, error, model, len(json.dumps(body)) // 4)
+        return StreamingResponse(_paced(frames, rate), media_type="text/event-stream",
+                                 headers={"cache-control": "no-cache"})
+
+    async def anthropic(request: Request) -> Response:
+        return await reply(request, "anthropic", anthropic_messages, await _model(request))
+
+    async def openai(request: Request) -> Response:
+        return await reply(request, "openai", openai_messages, await _model(request))
+
+    async def gemini(request: Request) -> Response:
+        model, _, method = request.path_params["target"].partition(":")
+        if method not in ("streamGenerateContent", "generateContent"):
+            return JSONResponse(error_body("gemini", 404, f"unknown method {method!r}"), 404)
+        return await reply(request, "gemini", gemini_messages, model)
+
+    return Starlette(routes=[
+        Route("/v1/messages", anthropic, methods=["POST"]),
+        Route("/v1/chat/completions", openai, methods=["POST"]),
+        Route("/v1beta/models/{target:path}", gemini, methods=["POST"]),
+        Route("/v1/models", _models, methods=["GET"]),
+        Route("/v1beta/models", _gemini_models, methods=["GET"]),
+        Route("/health", lambda request: JSONResponse({"ok": True}), methods=["GET"]),
+    ])
+
+
+async def _model(request: Request) -> str:
+    try:
+        return str(json.loads(await request.body()).get("model") or MODEL)
+    except (ValueError, AttributeError):
+        return MODEL
+
+
+def _http_error(protocol: str, step: Step) -> Response:
+    spec = step["error"]
+    status = int(spec.get("status", 500))
+    message = str(spec.get("message") or f"fakellm scripted error {status}")
+    headers = {}
+    if "retry_after" in spec:
+        headers["retry-after"] = str(spec["retry_after"])
+    return JSONResponse(error_body(protocol, status, message), status, headers=headers)
+
+
+async def _paced(frames: Any, rate: float) -> AsyncIterator[bytes]:
+    delay = 1.0 / rate if rate > 0 else 0.0
+    for frame in frames:
+        assert isinstance(frame, Frame)
+        if frame.token and delay:
+            await asyncio.sleep(delay)
+        yield frame.data
+
+
+async def _models(request: Request) -> Response:
+    # One body serves both Anthropic's and OpenAI's model list shapes.
+    return JSONResponse({"object": "list", "has_more": False, "data": [
+        {"id": MODEL, "object": "model", "type": "model", "owned_by": "confab",
+         "display_name": "confab offline scripted model", "created_at": "2026-01-01T00:00:00Z"}]})
+
+
+async def _gemini_models(request: Request) -> Response:
+    return JSONResponse({"models": [{
+        "name": f"models/{MODEL}", "displayName": "confab offline scripted model",
+        "inputTokenLimit": 200_000, "outputTokenLimit": 8_192,
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent"]}]})
