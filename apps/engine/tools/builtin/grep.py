@@ -1,0 +1,201 @@
+"""Grep: search the contents of workspace files with a Python regular expression.
+
+Pure Python (``re``), not ripgrep, so results do not depend on what the host has installed. The
+search runs in a worker thread that stops when the call is cancelled. Files are visited in path
+order (the walk of :func:`~apps.engine.tools.workspace.walk_files`: no ``.git``/``.confab``, no
+links out); a file with a NUL byte in its first 8 KiB is treated as binary and skipped (the
+heuristic of grep and ripgrep); other bytes that are not UTF-8 read as U+FFFD. Output stops at
+:data:`MAX_RESULTS` lines, with a note.
+
+A known limit of ``re``: it holds the GIL while it matches, so a pattern with catastrophic
+backtracking on a long line can stall the process; the tool's timeout does not interrupt it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from apps.engine.errors import ToolError
+from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
+from apps.engine.tools.builtin.glob import compile_glob
+from apps.engine.tools.workspace import (
+    open_in_workspace,
+    resolve_path,
+    run_stoppable,
+    walk_files,
+    workspace_root,
+)
+
+__all__ = ["MAX_LINE_CHARS", "MAX_RESULTS", "GrepTool", "OutputMode", "grep_files"]
+
+MAX_RESULTS = 200
+"""Output lines (matching lines, or files) before the search stops."""
+
+MAX_LINE_CHARS = 300
+"""A matching line is cut here in the output."""
+
+OutputMode = Literal["content", "files_with_matches", "count"]
+
+DESCRIPTION = """\
+Searches file contents in the workspace with a regular expression (Python `re` syntax, e.g. \
+"def \\w+\\(" or "TODO|FIXME"; prefix "(?i)" to ignore case).
+
+- path: a file or directory to search (default: the workspace root).
+- glob: only search files matching this pattern, e.g. "*.py" or "*.{ts,tsx}" (a pattern without \
+"/" matches file names at any depth; with "/", paths relative to `path`, e.g. "src/**/*.py").
+- output_mode: "content" (default) gives `path:line:text` lines; "files_with_matches" gives \
+the paths of matching files; "count" gives `path:count`.
+- Paths are relative to the workspace root. Binary files, .git and .confab are skipped. At \
+most 200 results are returned.
+- To find files by name, use Glob."""
+
+
+class GrepTool(BaseTool):
+    """``Grep {pattern, path?, glob?, output_mode?}``."""
+
+    spec = ToolSpec(
+        name="Grep",
+        description=DESCRIPTION,
+        parameters={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string",
+                            "description": "The regular expression to search for."},
+                "path": {"type": "string",
+                         "description": "The file or directory to search (default: the "
+                                        "workspace root)."},
+                "glob": {"type": "string",
+                         "description": "Only search files matching this glob, e.g. '*.py'."},
+                "output_mode": {"type": "string",
+                                "enum": ["content", "files_with_matches", "count"],
+                                "description": "What to return (default 'content')."},
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+        concurrency=Concurrency.ALWAYS,
+    )
+
+    def prepare_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Drop ``null`` values, which some models send for "not given"."""
+        return {k: v for k, v in arguments.items() if v is not None}
+
+    async def invoke(self, ctx: ToolContext) -> ToolOutput:
+        args, workspace = ctx.arguments, ctx.workspace
+        return ToolOutput(await run_stoppable(lambda stop: grep_files(
+            workspace, args["pattern"], args.get("path"), args.get("glob"),
+            args.get("output_mode", "content"), stop)))
+
+
+def grep_files(workspace: Path, pattern: str, path: str | None = None,
+               glob: str | None = None, output_mode: OutputMode = "content",
+               stop: threading.Event | None = None) -> str:
+    """The text Grep returns (see the module docstring for the shapes); "No matches found ..."
+    when nothing matches. Raises ToolError for an invalid regex, an empty glob, a missing path
+    and anything outside the workspace."""
+    regex = _compile(pattern)
+    root = workspace_root(workspace)
+    files = _candidates(workspace, root, path, glob, stop)
+    lines = _report(workspace, files, regex, output_mode, stop)
+    if not lines:
+        return f"No matches found for {pattern!r}."
+    if len(lines) > MAX_RESULTS:
+        lines[MAX_RESULTS:] = [f"\n[Results stop at {MAX_RESULTS} lines; there are more. "
+                               "Narrow the pattern, path or glob.]"]
+    return "\n".join(lines)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ToolError(
+            f"Invalid regular expression {pattern!r}: {e}. Grep uses Python `re` syntax; "
+            "escape special characters such as ( [ { . * + ? with a backslash."
+        ) from e
+
+
+def _candidates(workspace: Path, root: Path, path: str | None, glob: str | None,
+                stop: threading.Event | None) -> Iterator[tuple[str, Path]]:
+    """The files to search, in path order: the workspace-relative path to show (a link's own
+    name) and the real path to open."""
+    target = resolve_path(workspace, path or ".")
+    if not target.exists():
+        raise ToolError(f"Path not found: {path}")
+    if not target.is_dir():  # an explicit file is searched whatever the glob says
+        return iter([(target.relative_to(root).as_posix(), target)])
+    keep = _glob_filter(glob)
+    return ((file.relative_to(root).as_posix(), real)
+            for file, real in walk_files(root, target, stop)
+            if keep(file.relative_to(target).as_posix()))
+
+
+def _glob_filter(glob: str | None) -> Callable[[str], bool]:
+    """A predicate on a relative POSIX path. Like ripgrep's --glob, a pattern without "/"
+    matches the file name at any depth."""
+    if glob is None:
+        return lambda rel: True
+    if not glob.strip():
+        raise ToolError("The glob is empty; leave it out to search every file.")
+    matcher = compile_glob(glob)
+    if "/" in glob:
+        return lambda rel: matcher.match(rel) is not None
+    return lambda rel: matcher.match(rel.rpartition("/")[2]) is not None
+
+
+def _report(workspace: Path, files: Iterator[tuple[str, Path]], regex: re.Pattern[str],
+            mode: OutputMode, stop: threading.Event | None) -> list[str]:
+    """Output lines, at most one past :data:`MAX_RESULTS` (so the caller knows there are
+    more); stops reading files as soon as it has them."""
+    lines: list[str] = []
+    for shown, real in files:
+        hits = _matches(workspace, real, regex, stop)
+        try:
+            lines.extend(_file_lines(shown, hits, mode, MAX_RESULTS + 1 - len(lines)))
+        finally:
+            hits.close()  # closes the file when we stopped reading it early
+        if len(lines) > MAX_RESULTS:
+            break
+    return lines
+
+
+def _file_lines(shown: str, hits: Iterator[tuple[int, str]], mode: OutputMode,
+                room: int) -> list[str]:
+    """One file's output lines in ``mode``, at most ``room`` of them."""
+    if mode == "content":
+        return [f"{shown}:{n}:{_clip(text)}" for n, text in itertools.islice(hits, room)]
+    if mode == "count":
+        count = sum(1 for _ in hits)
+        return [f"{shown}:{count}"] if count else []
+    return [shown] if next(hits, None) is not None else []
+
+
+def _matches(workspace: Path, real: Path, regex: re.Pattern[str],
+             stop: threading.Event | None) -> Generator[tuple[int, str]]:
+    """``(line number, line)`` for each matching line of a text file; nothing for a binary
+    file or one that cannot be opened (gone, unreadable, swapped for a link)."""
+    try:
+        f = open_in_workspace(workspace, real)
+    except (OSError, ToolError):
+        return
+    with f:
+        if b"\x00" in f.read(8192):
+            return
+        f.seek(0)
+        for number, raw in enumerate(f, 1):
+            if stop is not None and stop.is_set():
+                return
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if regex.search(text):
+                yield number, text
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    return f"{text[:MAX_LINE_CHARS]}… [{len(text) - MAX_LINE_CHARS:,} more characters]"
