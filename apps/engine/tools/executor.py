@@ -8,7 +8,9 @@ still be streaming later calls. Calls are admitted in the order they were made:
   when nothing runs, and nothing after it starts until it ends;
 - a call never overtakes an earlier one that is still waiting to start.
 
-Results come back in call order whatever order the tools finish in. Each call is validated
+Results come back in call order whatever order the tools finish in; a text result longer than
+the environment's ``max_result_chars`` is stored in the workspace and the model gets a preview
+and the path (``tools/results.py``). Each call is validated
 (unknown tool, schema) and, when the policy asks, approved before it runs; every failure becomes
 an error result the model can read, so a tool never crashes the run. :meth:`abort` cancels
 what runs (the tools kill their child processes on cancellation) and gives every unfinished call
@@ -35,6 +37,7 @@ from apps.engine.messages import ToolCall, ToolResultBlock
 from apps.engine.ports import ApprovalGate
 from apps.engine.tools.base import Tool, ToolContext, ToolOutput
 from apps.engine.tools.registry import ToolRegistry
+from apps.engine.tools.results import store_if_large
 
 __all__ = ["StreamingToolExecutor"]
 
@@ -179,6 +182,10 @@ class StreamingToolExecutor:
             return _error(call, str(exc))
         except Exception as exc:  # a tool bug must not end the run: the model is told
             return _error(call, f"{call.name} failed: {type(exc).__name__}: {exc}")
+        if isinstance(output.content, str):
+            content = await store_if_large(ctx.workspace, call.id, output.content,
+                                           ctx.env.max_result_chars)
+            output = ToolOutput(content=content, is_error=output.is_error)
         return _block(call, output)
 
     async def _finish(self, call: ToolCall, result: ToolResultBlock, duration_ms: float

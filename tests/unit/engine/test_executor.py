@@ -70,6 +70,14 @@ class GatedTool(BaseTool):
         return ToolOutput(content=f"result of {key}")
 
 
+class LoudTool(BaseTool):
+    spec = ToolSpec(name="Loud", description="test", parameters=SCHEMA,
+                    concurrency=Concurrency.ALWAYS)
+
+    async def invoke(self, ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(content="".join(f"line {i}\n" for i in range(20_000)))
+
+
 class RaisingTool(BaseTool):
     spec = ToolSpec(name="Broken", description="test", parameters=SCHEMA,
                     concurrency=Concurrency.ALWAYS)
@@ -100,20 +108,22 @@ def call(name: str, key: str, **arguments: Any) -> ToolCall:
 
 
 def executor(journal: Journal, events: list[RuntimeEvent], gate: Gate | None = None,
-             timeout_s: float | None = 60.0) -> StreamingToolExecutor:
+             timeout_s: float | None = 60.0, workspace: Path = Path(".")
+             ) -> StreamingToolExecutor:
     registry = ToolRegistry([
         GatedTool("Safe", Concurrency.ALWAYS, journal),
         GatedTool("Exclusive", Concurrency.NEVER, journal),
         GatedTool("Risky", Concurrency.NEVER, journal),
         GatedTool("Slow", Concurrency.ALWAYS, journal, timeout_s=timeout_s),
         RaisingTool(),
+        LoudTool(),
     ])
 
     async def emit(event: RuntimeEvent) -> None:
         events.append(event)
 
     def make_context(c: ToolCall, arguments: dict[str, Any]) -> ToolContext:
-        return ToolContext(call_id=c.id, arguments=arguments, workspace=Path("."), emit=emit)
+        return ToolContext(call_id=c.id, arguments=arguments, workspace=workspace, emit=emit)
 
     return StreamingToolExecutor(registry, make_context=make_context, emit=emit, approvals=gate)
 
@@ -280,3 +290,14 @@ async def test_completed_results_survive_an_abort(concurrency: Concurrency) -> N
     await ex.results()
     [result] = await ex.abort()
     assert result.content == "result of done" and not result.is_error
+
+
+async def test_a_large_result_is_stored_and_the_model_gets_a_preview(tmp_path: Path) -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events, workspace=tmp_path)
+    ex.add(call("Loud", "big"))
+    [result] = await ex.results()
+    stored = tmp_path / ".confab" / "results" / "call_big.txt"
+    assert stored.read_text().count("\n") == 20_000
+    assert ".confab/results/call_big.txt" in result.text()
+    assert len(result.text()) < 5_000 and "line 0" in result.text()
