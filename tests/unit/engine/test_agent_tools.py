@@ -9,9 +9,9 @@ from apps.engine.events import SubagentEvent, TodosUpdated
 from apps.engine.ports import UserAnswer
 from apps.engine.providers.scripted import ScriptedProvider
 from apps.engine.tools.base import ToolEnvironment
-from apps.engine.tools.builtin.ask_user import AskUser
-from apps.engine.tools.builtin.task import Task
-from apps.engine.tools.builtin.todo_write import TodoWrite
+from apps.engine.tools.builtin.ask_user import AskUserTool
+from apps.engine.tools.builtin.task import TaskTool
+from apps.engine.tools.builtin.todo_write import TodoWriteTool
 from tests.unit.engine.runtime_kit import (
     Echo,
     call_turn,
@@ -43,7 +43,7 @@ async def test_todo_write_shows_the_list_to_the_room(tmp_path: Path) -> None:
              {"content": "write a test", "status": "pending"}]
     provider = ScriptedProvider([call_turn(("TodoWrite", {"todos": todos})), text_turn("ok")])
     history = [user("plan it")]
-    events = await runner(provider, [TodoWrite()], history, tmp_path).run()
+    events = await runner(provider, [TodoWriteTool()], history, tmp_path).run()
     [update] = [e for e in events if isinstance(e, TodosUpdated)]
     assert update.todos == todos
     assert history[2].content[0].content == (
@@ -54,7 +54,7 @@ async def test_todo_write_rejects_an_unknown_status(tmp_path: Path) -> None:
     bad = [{"content": "x", "status": "maybe"}]
     provider = ScriptedProvider([call_turn(("TodoWrite", {"todos": bad})), text_turn("ok")])
     history = [user("plan it")]
-    events = await runner(provider, [TodoWrite()], history, tmp_path).run()
+    events = await runner(provider, [TodoWriteTool()], history, tmp_path).run()
     assert "todos_updated" not in kinds(events)
     result = history[2].content[0]
     assert result.is_error and "'maybe' is not one of" in result.text()
@@ -65,7 +65,7 @@ async def test_ask_user_waits_for_an_answer_from_the_room(tmp_path: Path) -> Non
     provider = ScriptedProvider([call_turn(("AskUser", {"question": "Which branch?"})),
                                  text_turn("main it is")])
     history = [user("deploy")]
-    run = runner(provider, [AskUser()], history, tmp_path, inputs=room)
+    run = runner(provider, [AskUserTool()], history, tmp_path, inputs=room)
 
     async def answer() -> None:
         await room.asked.wait()
@@ -88,7 +88,7 @@ async def test_ask_user_without_an_answer_times_out_softly(tmp_path: Path) -> No
                                  text_turn("going on")])
     history = [user("go")]
     env = ToolEnvironment(ask_timeout_s=0.01)
-    events = await runner(provider, [AskUser()], history, tmp_path, inputs=room, env=env).run()
+    events = await runner(provider, [AskUserTool()], history, tmp_path, inputs=room, env=env).run()
     result = history[2].content[0]
     assert not result.is_error and "No one answered within 0.01 s" in result.text()
     assert events[-1].status == "completed"
@@ -97,7 +97,7 @@ async def test_ask_user_without_an_answer_times_out_softly(tmp_path: Path) -> No
 async def test_ask_user_without_a_room_is_an_error_for_the_model(tmp_path: Path) -> None:
     provider = ScriptedProvider([call_turn(("AskUser", {"question": "?"})), text_turn("ok")])
     history = [user("go")]
-    await runner(provider, [AskUser()], history, tmp_path).run()
+    await runner(provider, [AskUserTool()], history, tmp_path).run()
     assert history[2].content[0].is_error
 
 
@@ -110,7 +110,7 @@ async def test_task_runs_a_sub_agent_with_its_own_history(tmp_path: Path) -> Non
         text_turn("the parent's answer"),
     ])
     history = [user("delegate")]
-    events = await runner(provider, [Task(), echo], history, tmp_path).run()
+    events = await runner(provider, [TaskTool(), echo], history, tmp_path).run()
     assert echo.calls == ["hi"]
     assert history[2].content[0].content == "sub-agent report"
     assert history[-1].text() == "the parent's answer"
@@ -130,6 +130,6 @@ async def test_a_failed_sub_agent_is_reported_as_an_error(tmp_path: Path) -> Non
         text_turn("handled"),
     ])
     history = [user("delegate")]
-    await runner(provider, [Task()], history, tmp_path).run()
+    await runner(provider, [TaskTool()], history, tmp_path).run()
     result = history[2].content[0]
     assert result.is_error and "stopped before finishing (failed)" in result.text()

@@ -15,10 +15,10 @@ from apps.engine.tools.base import (
     ToolSpec,
 )
 
-__all__ = ["AskUser"]
+__all__ = ["AskUserTool"]
 
 
-class AskUser(BaseTool):
+class AskUserTool(BaseTool):
     """Ask ``question``; the answer (and who gave it) is the result. Waits at most
     ``env.ask_timeout_s``; no answer by then is reported to the model, not raised."""
 

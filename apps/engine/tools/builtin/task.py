@@ -18,10 +18,10 @@ from apps.engine.tools.base import (
     ToolSpec,
 )
 
-__all__ = ["Task"]
+__all__ = ["TaskTool"]
 
 
-class Task(BaseTool):
+class TaskTool(BaseTool):
     """Run ``prompt`` in a fresh sub-agent; ``ctx.services["subagent"](prompt)`` builds it
     (AgentRunner provides that factory)."""
 

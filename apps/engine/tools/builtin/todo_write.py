@@ -14,12 +14,12 @@ from apps.engine.tools.base import (
     ToolSpec,
 )
 
-__all__ = ["TodoWrite"]
+__all__ = ["TodoWriteTool"]
 
 STATUSES = ("pending", "in_progress", "completed")
 
 
-class TodoWrite(BaseTool):
+class TodoWriteTool(BaseTool):
     """Replace the task list with ``todos`` (``[{content, status}]``) and show it to the room."""
 
     spec = ToolSpec(
