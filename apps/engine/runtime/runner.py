@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from apps.engine.compaction.auto_compact import CompactionError, Compactor
-from apps.engine.compaction.tokens import estimate_tokens, usage_tokens
+from apps.engine.compaction.tokens import usage_tokens
 from apps.engine.errors import ErrorKind, ProviderError
 from apps.engine.events import (
     Compacted,
@@ -41,13 +41,13 @@ from apps.engine.messages import (
     ChatRequest,
     Message,
     ReasoningParams,
-    TextBlock,
     ToolCall,
     ToolResultBlock,
 )
 from apps.engine.ports import ApprovalGate, InputPort, PendingInbox
 from apps.engine.providers.base import AiProvider
 from apps.engine.runtime.hooks import RunHooks
+from apps.engine.runtime.incremental import ModelView, TokenCounter
 from apps.engine.runtime.loop import StepRun
 from apps.engine.tools.base import ToolCategory, ToolContext, ToolEnvironment
 from apps.engine.tools.executor import StreamingToolExecutor
@@ -124,6 +124,8 @@ class AgentRunner:
         self._task: asyncio.Task[None] | None = None
         self._step: StepRun | None = None
         self._anchor: tuple[int, int] | None = None  # (tokens of the last call, history index)
+        self._tokens = TokenCounter()
+        self._view = ModelView()
 
     # -- the public surface ---------------------------------------------------------------
     async def events(self) -> AsyncIterator[RuntimeEvent]:
@@ -253,9 +255,11 @@ class AgentRunner:
 
     def _request(self) -> ChatRequest:
         config = self.config
-        return ChatRequest(
-            model=config.model, messages=for_model(self.history), system=config.system,
-            tools=self.tools.definitions(), max_tokens=config.max_tokens,
+        # model_construct: every part is already a validated model; re-validating thousands of
+        # history messages at every step would be the loop's largest cost.
+        return ChatRequest.model_construct(
+            model=config.model, messages=self._view.messages(self.history),
+            system=config.system, tools=self.tools.definitions(), max_tokens=config.max_tokens,
             temperature=config.temperature, reasoning=config.reasoning,
             server_tools=list(config.server_tools),
         )
@@ -273,9 +277,9 @@ class AgentRunner:
     def context_tokens(self) -> int:
         """Estimated tokens the history uses now (DESIGN 2.6)."""
         if self._anchor is None:
-            return estimate_tokens(self.history)
+            return self._tokens.tokens(self.history)
         tokens, index = self._anchor
-        return estimate_tokens(self.history, tokens, index)
+        return self._tokens.tokens(self.history, tokens, index)
 
     async def _inject(self) -> bool:
         if self.inbox is None:
@@ -309,13 +313,3 @@ class AgentRunner:
         return True
 
 
-def for_model(history: list[Message]) -> list[Message]:
-    """The history as the model sees it: a person's message starts with ``[name]`` in a text
-    block of its own, so the model knows who said what (and a script stays a whole block)."""
-    shown: list[Message] = []
-    for message in history:
-        if message.role == "user" and message.author is not None:
-            label = TextBlock(text=f"[{message.author.name}]")
-            message = message.model_copy(update={"content": [label, *message.content]})
-        shown.append(message)
-    return shown
