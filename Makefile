@@ -4,9 +4,25 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test bench lint-imports venv clean
+.PHONY: test bench lint-imports venv system-deps clean
 
 venv: $(STAMP)
+
+# Debian packages the tests use for real (never mocked): bubblewrap sandboxes the Bash tool.
+# Installed when missing and we may (root with apt-get); otherwise the sandbox tests say why.
+SYSTEM_PACKAGES := bubblewrap:bwrap
+system-deps:
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
+		command -v "$${entry#*:}" >/dev/null 2>&1 || missing="$$missing $${entry%%:*}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "warning: missing system packages:$$missing (install them to run every test)" >&2; \
+		fi; \
+	fi
 
 # (Re)install when pyproject.toml changes. The interpreter is probed, not assumed.
 $(STAMP): pyproject.toml
@@ -21,7 +37,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 ## Run the whole test suite (unit, integration, consumers, e2e) and the import contracts.
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
