@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["PROTOCOLS", "provider_class", "translator_class"]
+__all__ = ["PROTOCOLS", "provider_class", "tool_param", "translator_class"]
 
 # protocol -> (provider class, stream translator class), by dotted path so that importing the
 # registry does not import every adapter.
@@ -22,6 +22,14 @@ PROTOCOLS: dict[str, tuple[str, str]] = {
         "apps.engine.providers.gemini.GeminiProvider",
         "apps.engine.providers.gemini.GeminiTranslator",
     ),
+}
+
+
+# protocol -> the function that writes one ToolDefinition in that protocol's request form.
+TOOL_PARAMS: dict[str, str] = {
+    "anthropic": "apps.engine.providers.anthropic.request.tool_param",
+    "openai": "apps.engine.providers.openai_compat.tool_param",
+    "gemini": "apps.engine.providers.gemini.request.tool_param",
 }
 
 
@@ -47,3 +55,9 @@ def provider_class(protocol: str) -> Any:
 def translator_class(protocol: str) -> Any:
     """The stream translator class for ``protocol``; ValueError if none."""
     return _load(_entry(protocol)[1])
+
+
+def tool_param(protocol: str) -> Any:
+    """``ToolDefinition -> dict`` for ``protocol``'s request body; ValueError if unknown."""
+    _entry(protocol)
+    return _load(TOOL_PARAMS[protocol])

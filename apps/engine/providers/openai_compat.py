@@ -113,7 +113,7 @@ def build_body(request: ChatRequest, profile: Profile) -> dict[str, Any]:
     if profile.stream_usage:
         body["stream_options"] = {"include_usage": True}
     if request.tools:
-        body["tools"] = [_tool(t) for t in request.tools]
+        body["tools"] = [tool_param(t) for t in request.tools]
     if request.max_tokens is not None:
         body[profile.max_tokens_field] = request.max_tokens
     if request.temperature is not None and not (
@@ -125,7 +125,8 @@ def build_body(request: ChatRequest, profile: Profile) -> dict[str, Any]:
     return body
 
 
-def _tool(tool: ToolDefinition) -> dict[str, Any]:
+def tool_param(tool: ToolDefinition) -> dict[str, Any]:
+    """A tool in the Chat Completions ``tools`` form: ``{"type": "function", "function": ...}``."""
     function: dict[str, Any] = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description

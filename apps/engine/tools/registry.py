@@ -8,6 +8,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from apps.engine.messages import ToolDefinition
+from apps.engine.providers import tool_param
 from apps.engine.tools.base import Tool, ToolCategory
 
 __all__ = ["ToolRegistry"]
@@ -57,6 +58,13 @@ class ToolRegistry:
     def definitions(self) -> list[ToolDefinition]:
         """What the model is offered, in registration order."""
         return [tool.spec.definition() for tool in self._tools.values()]
+
+    def export(self, protocol: str) -> list[dict[str, Any]]:
+        """The tools as ``protocol`` ("anthropic", "openai", "gemini") receives them: Anthropic
+        ``{name, description, input_schema}``, OpenAI ``{type: function, function}``, Gemini
+        function declarations with the schema converted to its subset."""
+        convert = tool_param(protocol)
+        return [convert(definition) for definition in self.definitions()]
 
     def validate(self, name: str, arguments: dict[str, Any]) -> str | None:
         """None when ``arguments`` fit the schema, else a message the model can act on."""

@@ -106,7 +106,7 @@ def tools_of(request: ChatRequest) -> list[dict[str, Any]]:
     ``reasoning.url_context``)."""
     tools: list[dict[str, Any]] = []
     if request.tools:
-        tools.append({"functionDeclarations": [_declaration(t) for t in request.tools]})
+        tools.append({"functionDeclarations": [tool_param(t) for t in request.tools]})
     wanted = list(request.server_tools)
     if request.reasoning is not None and request.reasoning.url_context:
         wanted.append("url_context")
@@ -119,7 +119,8 @@ def tools_of(request: ChatRequest) -> list[dict[str, Any]]:
     return tools
 
 
-def _declaration(tool: ToolDefinition) -> dict[str, Any]:
+def tool_param(tool: ToolDefinition) -> dict[str, Any]:
+    """One ``functionDeclarations`` entry, its schema converted to Gemini's subset."""
     declaration: dict[str, Any] = {"name": tool.name}
     if tool.description:
         declaration["description"] = tool.description
