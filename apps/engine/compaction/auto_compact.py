@@ -10,7 +10,9 @@ provider could reject.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -129,13 +131,16 @@ class Compactor:
     """Summarizes older history through ``provider`` with ``model``.
 
     ``threshold`` follows DESIGN 2.6 from ``context_window`` and ``max_output``; the kept tail
-    aims at ``keep_ratio`` of it. ``state`` is the conversation's failure breaker.
+    aims at ``keep_ratio`` of it. ``state`` is the conversation's failure breaker; ``notes``
+    (e.g. ``SessionMemory.read``) adds the session notes to each summary.
     """
 
     def __init__(self, provider: AiProvider, model: str, *, context_window: int | None,
                  max_output: int | None, state: CompactionState | None = None,
-                 keep_ratio: float = 0.25) -> None:
+                 keep_ratio: float = 0.25, notes: Callable[[], str | None] | None = None
+                 ) -> None:
         self.provider = provider
+        self.notes = notes  # session memory: its notes ride along in the summary
         self.model = model
         self.threshold = compaction_threshold(context_window, max_output)
         self.state = state or CompactionState()
@@ -161,6 +166,9 @@ class Compactor:
         if cut is None:
             raise CompactionError("nothing to compact: the history is one step")
         summary = await self._summarize(history[:cut])
+        notes = await asyncio.to_thread(self.notes) if self.notes else None
+        if notes:
+            summary += "\n\n[Session notes]\n" + notes.strip()
         head = Message(role="user", content=SUMMARY_PREFIX + summary)
         return CompactionResult(history=[head, *history[cut:]], messages_removed=cut,
                                 summary=summary)
