@@ -38,6 +38,7 @@ $(STAMP): pyproject.toml
 
 ## Run the whole test suite (unit, integration, consumers, e2e) and the import contracts.
 test: $(STAMP) system-deps
+	$(VENV)/bin/ruff check apps tests config
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 

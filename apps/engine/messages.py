@@ -178,7 +178,8 @@ class ToolDefinition(_Model):
 
 class ToolCall(_Model):
     """A complete client tool call as streamed: ``id`` (minted if ``provider_id`` is None),
-    ``name``, ``arguments`` (an object), ``thought_signature`` (Gemini), ``index`` (stream order)."""
+    ``name``, ``arguments`` (an object), ``thought_signature`` (Gemini), ``index`` (stream
+    order)."""
 
     id: str
     name: str

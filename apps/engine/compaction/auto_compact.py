@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
+from apps.engine.compaction.tokens import compaction_threshold, estimate_message
 from apps.engine.errors import EngineError, ProviderError
 from apps.engine.events import ContentDelta
 from apps.engine.messages import (
@@ -26,7 +27,6 @@ from apps.engine.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from apps.engine.compaction.tokens import compaction_threshold, estimate_message
 from apps.engine.providers.base import AiProvider
 
 __all__ = ["CompactionError", "CompactionResult", "CompactionState", "Compactor", "split_point"]
@@ -124,7 +124,8 @@ def _fit(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = limit // 3
-    return text[:head] + "\n[... the middle of the transcript is omitted ...]\n" + text[head - limit:]
+    gap = "\n[... the middle of the transcript is omitted ...]\n"
+    return text[:head] + gap + text[head - limit :]
 
 
 class Compactor:

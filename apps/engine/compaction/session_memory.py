@@ -16,9 +16,9 @@ from pathlib import Path
 
 from apps.engine.compaction.auto_compact import transcript
 from apps.engine.compaction.tokens import estimate_message
+from apps.engine.errors import ToolError
 from apps.engine.messages import Message, ToolUseBlock
 from apps.engine.providers.base import AiProvider
-from apps.engine.errors import ToolError
 from apps.engine.runtime.hooks import RunHooks
 from apps.engine.runtime.runner import AgentRunner, RunConfig
 from apps.engine.tools.builtin.edit import EditTool

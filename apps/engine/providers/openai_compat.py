@@ -71,7 +71,7 @@ class OpenAICompatProvider(HttpProvider):
         self.profile: Profile = profile_for(settings.profile, settings.base_url)
 
     @property
-    def DEFAULT_MODELS(self) -> tuple[ModelInfo, ...]:  # type: ignore[override]  # noqa: N802
+    def DEFAULT_MODELS(self) -> tuple[ModelInfo, ...]:  # type: ignore[override]
         return self.profile.default_models
 
     def build_call(self, request: ChatRequest) -> HttpCall:

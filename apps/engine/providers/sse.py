@@ -128,12 +128,10 @@ class SSEDecoder:
         elif name == "error":  # llama.cpp: see the module docstring
             self._event = "error"
             self._data.append(value)
-        elif name == "id":
-            if "\x00" not in value:
-                self._last_id = value
-        elif name == "retry":
-            if value.isascii() and value.isdigit():
-                self._retry = int(value)
+        elif name == "id" and "\x00" not in value:
+            self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
 
     def _dispatch(self) -> SSEEvent:
         event = SSEEvent(self._event or "message", "\n".join(self._data), self._last_id,

@@ -19,7 +19,9 @@ server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import functools
 import os
 import stat
 import threading
@@ -159,18 +161,19 @@ def open_in_workspace(
         raise
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def _open_parent_dirs(root: Path, parts: tuple[str, ...], *, create: bool) -> int:
     """A descriptor of ``root/parts``, walked one directory at a time without following links."""
     dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in parts:
             if create:
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=dir_fd)
-                except FileExistsError:
-                    pass
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-            next_fd = _no_follow(lambda p=part: os.open(p, flags, dir_fd=dir_fd), part, dir_fd)
+            next_fd = _no_follow(functools.partial(os.open, part, _DIR_FLAGS, dir_fd=dir_fd),
+                                 part, dir_fd)
             os.close(dir_fd)
             dir_fd = next_fd
     except BaseException:

@@ -24,7 +24,6 @@ from apps.engine.replay import chunked
 from tests.conftest import FIXTURES
 from tests.unit.engine.anthropic_sse import end, error_body, start, text_block
 
-
 # -- HTTP, end to end through httpx2.MockTransport -------------------------------------------
 
 

@@ -44,7 +44,6 @@ from tests.unit.engine.anthropic_cases import (
     translate,
 )
 
-
 # -- 010 anthropic-ping-event (SSE-NONDATA) --------------------------------------------------
 
 

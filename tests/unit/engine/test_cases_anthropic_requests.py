@@ -39,7 +39,6 @@ from tests.unit.engine.anthropic_cases import (
     translate,
 )
 
-
 # -- 040 anthropic-role-alternation (HISTORY-SHAPE) ------------------------------------------
 
 

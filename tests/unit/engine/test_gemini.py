@@ -697,7 +697,7 @@ async def test_a_server_that_keeps_the_stream_open_after_finish_cannot_hang_the_
     monkeypatch.setattr(base, "DRAIN_GRACE_S", 0.05)
 
     class Hanging(httpx2.AsyncByteStream):
-        async def __aiter__(self):  # noqa: ANN204 - an async byte iterator
+        async def __aiter__(self):
             yield sse(candidate({"text": "Hi"}))
             yield sse({**candidate(finish="STOP"), "usageMetadata": {"promptTokenCount": 1,
                                                                       "totalTokenCount": 2}})

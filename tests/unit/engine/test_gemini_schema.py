@@ -229,7 +229,7 @@ REAL_WORLD = [
 ]
 
 
-def _walk(node: Any, path: str = "$"):  # noqa: ANN202 - a generator of (path, node)
+def _walk(node: Any, path: str = "$"):
     if isinstance(node, dict):
         yield path, node
         for key, value in node.get("properties", {}).items():

@@ -143,7 +143,8 @@ def test_feed_alone_never_dispatches_an_unterminated_event() -> None:
 def test_multibyte_character_split_across_reads_is_intact() -> None:
     # shared/cases/provider/001
     chunks = [
-        b'data: {"choices":[{"index":0,"delta":{"content":"\xe8\xaf\xb4\xe2\x80\x94\xe2\x80\x94\xe9',
+        b'data: {"choices":[{"index":0,"delta":{"content":"'
+        b"\xe8\xaf\xb4\xe2\x80\x94\xe2\x80\x94\xe9",
         b'\x82\xa3\xe4\xb8\xaa"},"finish_reason":null}]}\n\n',
         b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
         b"data: [DONE]\n\n",

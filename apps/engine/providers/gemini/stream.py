@@ -367,7 +367,7 @@ def _get(container: Any, tokens: list[str | int]) -> Any:
 
 def _set(root: dict[str, Any], tokens: list[str | int], value: Any) -> None:
     container: Any = root
-    for token, following in zip(tokens, [*tokens[1:], None]):
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
         if following is None:
             _put(container, token, value)
             return

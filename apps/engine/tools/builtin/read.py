@@ -91,9 +91,8 @@ class ReadTool(BaseTool):
         args = {k: v for k, v in arguments.items() if v is not None}
         for key in ("offset", "limit"):
             value = args.get(key)
-            if isinstance(value, str) and value.strip().isdigit():
-                args[key] = int(value)
-            elif isinstance(value, float) and value.is_integer():
+            whole_text = isinstance(value, str) and value.strip().isdigit()
+            if whole_text or (isinstance(value, float) and value.is_integer()):
                 args[key] = int(value)
         if args.get("offset") == 0:
             args["offset"] = 1
