@@ -1,28 +1,203 @@
-"""Django settings. The server itself arrives with the server-core issue; until then this is the
-minimum that lets ``manage.py`` and pytest-django start."""
+"""Django settings, read from the environment in this one module (see ``.env.example``).
+
+The embedded default needs nothing: SQLite and the in-memory channel layer, with the data
+directory outside the code tree. ``DATABASE_URL`` switches to PostgreSQL and ``REDIS_URL`` to
+channels-redis (then run workers with ``manage.py runworker agent-runs``). With
+``CONFAB_ENV=production`` the secrets must be given; in development they are generated once and
+kept in the data directory.
+"""
 
 from __future__ import annotations
 
-import os
+import secrets
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+import dj_database_url
+from cryptography.fernet import Fernet
+from django.utils.csp import CSP
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me")
-DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
-ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+from config.env import EnvError, env_bool, env_float, env_int, env_list, env_path, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+CONFAB_ENV = env_str("CONFAB_ENV", "development")
+if CONFAB_ENV not in ("development", "production", "test"):
+    raise EnvError(f"CONFAB_ENV={CONFAB_ENV!r}: expected development, production or test")
+PRODUCTION = CONFAB_ENV == "production"
+
+# Data (SQLite file, workspaces, wiki repositories) lives outside the code tree.
+DATA_DIR = env_path("CONFAB_DATA_DIR", Path.home() / ".local" / "share" / "confab")
+WORKSPACES_DIR = env_path("CONFAB_WORKSPACES_DIR", DATA_DIR / "workspaces")
+
+
+def _generated_secret(name: str, make: str) -> str:
+    """A development secret, made once and kept in the data directory."""
+    path = DATA_DIR / "secrets" / name
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    value = Fernet.generate_key().decode() if make == "fernet" else secrets.token_urlsafe(50)
+    path.write_text(value)
+    path.chmod(0o600)
+    return value
+
+
+def _secret(env_name: str, file_name: str, make: str) -> str:
+    value = env_str(env_name)
+    if value:
+        return value
+    if PRODUCTION:
+        raise EnvError(f"{env_name} must be set when CONFAB_ENV=production")
+    return _generated_secret(file_name, make)
+
+
+SECRET_KEY = _secret("DJANGO_SECRET_KEY", "django_secret_key", "token")
+# Keys for secrets at rest (API keys, MCP headers): their own, never SECRET_KEY. Comma-separated
+# Fernet keys, newest first; rotate by prepending a new key (see apps/integrations/crypto.py).
+CONFAB_FERNET_KEYS = env_list("CONFAB_FERNET_KEYS") or [
+    _secret("CONFAB_FERNET_KEYS", "fernet_key", "fernet")
+]
+
+DEBUG = env_bool("DJANGO_DEBUG", not PRODUCTION)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.contenttypes",
+    "daphne",
+    "django.contrib.admin",
     "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "apps.common",
+    "apps.accounts",
+    "apps.integrations",
+    "apps.realtime",
+    "apps.rooms",
+    "apps.api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.csp",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
 ]
 
 DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("SQLITE_PATH", str(BASE_DIR / "var" / "confab.sqlite3")),
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'confab.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Runs write from the worker while sockets read: WAL and a busy timeout keep SQLite calm.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_USER_MODEL = "accounts.User"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env_path("DJANGO_STATIC_ROOT", DATA_DIR / "static")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Content-Security-Policy (Django's built-in support): no inline script, no third-party origin.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
 }
 
-USE_TZ = True
-DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+
+EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("CONFAB_LOG_LEVEL", "INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}
+
+# -- confab ------------------------------------------------------------------------------------
+CONFAB = {
+    # Runs
+    "APPROVAL_TIMEOUT_S": env_float("CONFAB_APPROVAL_TIMEOUT_S", 600.0),
+    "ASK_TIMEOUT_S": env_float("CONFAB_ASK_TIMEOUT_S", 900.0),
+    "HEARTBEAT_S": env_float("CONFAB_HEARTBEAT_S", 5.0),
+    "STALE_AFTER_S": env_float("CONFAB_STALE_AFTER_S", 30.0),
+    "CLAIM_TIMEOUT_S": env_float("CONFAB_CLAIM_TIMEOUT_S", 20.0),
+    "MAX_DISPATCHES": env_int("CONFAB_MAX_DISPATCHES", 3),
+    "MAX_ITERATIONS": env_int("CONFAB_MAX_ITERATIONS", 50),
+    # Streaming to the room: deltas are coalesced before the channel layer.
+    "COALESCE_MS": env_float("CONFAB_COALESCE_MS", 50.0),
+    "COALESCE_BYTES": env_int("CONFAB_COALESCE_BYTES", 2048),
+    # Tools
+    "ALLOW_PRIVATE_NETWORK": env_bool("CONFAB_ALLOW_PRIVATE_NETWORK", False),
+    "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),
+    # Rate limit on messages a person sends (per minute).
+    "MESSAGES_PER_MINUTE": env_int("CONFAB_MESSAGES_PER_MINUTE", 30),
+    # The offline model server `manage.py serve` starts beside Daphne.
+    "FAKELLM_URL": env_str("CONFAB_FAKELLM_URL", "http://127.0.0.1:8001"),
+}

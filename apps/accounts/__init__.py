@@ -1,0 +1,1 @@
+"""Accounts: users, teams (the tenant), memberships, invitations, API tokens."""

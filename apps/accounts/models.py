@@ -1,0 +1,114 @@
+"""People and tenants: User, Team (the tenant), Membership (a role), Invitation, ApiToken."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+
+from apps.common.models import TimeStampedModel
+
+
+class User(AbstractUser):
+    """A person. Custom from the start, as Django recommends; ``display_name`` is what a room
+    shows (and what the model sees as the author of a message)."""
+
+    display_name = models.CharField(max_length=80, blank=True)
+
+    @property
+    def shown_name(self) -> str:
+        return self.display_name or self.get_full_name() or self.username
+
+
+class Role(models.TextChoices):
+    """What a member may do. Viewers watch; members talk, steer, stop and approve; admins and
+    owners also manage the team."""
+
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+    VIEWER = "viewer", "Viewer"
+
+    @property
+    def can_write(self) -> bool:
+        """Send messages, stop runs, decide on tool calls, answer questions."""
+        return self != Role.VIEWER
+
+    @property
+    def can_manage(self) -> bool:
+        """Invite, change roles, settings, MCP servers, tool policy."""
+        return self in (Role.OWNER, Role.ADMIN)
+
+
+class Team(TimeStampedModel):
+    """The tenant: every room, conversation, wiki and MCP server belongs to one.
+
+    ``tool_policy``: which tools need a member's approval before they run:
+    ``{"require": [tool names], "exempt": [tool names]}`` on top of each tool's own default
+    (writes, shell commands that are not read-only, destructive MCP tools).
+    """
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=100, unique=True)
+    tool_policy = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(TimeStampedModel):
+    """A user's role in a team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership")]
+
+    @property
+    def role_enum(self) -> Role:
+        return Role(self.role)
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+def hash_secret(raw: str) -> str:
+    """SHA-256 hex of a token: tokens are random, so a fast hash is the right one."""
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class Invitation(TimeStampedModel):
+    """A link that makes whoever opens it (signed in) a member with ``role``. Only the hash of
+    the token is stored; the link is shown once."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    email = models.EmailField(blank=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    expires_at = models.DateTimeField()
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+
+class ApiToken(TimeStampedModel):
+    """A personal API token (``Authorization: Bearer cf_...``). Stored hashed, shown once;
+    ``prefix`` (the first characters) lets a person recognise it in a list."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12)
+    key_hash = models.CharField(max_length=64, unique=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)

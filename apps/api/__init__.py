@@ -1,0 +1,1 @@
+"""REST: the read API and transcript export, with an OpenAPI schema."""

@@ -1,0 +1,1 @@
+"""Django base pieces every app uses: TimeStampedModel, ApplicationError, team scoping."""

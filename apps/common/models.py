@@ -1,0 +1,15 @@
+"""Abstract model bases."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class TimeStampedModel(models.Model):
+    """``created_at`` / ``updated_at``, set by the database layer."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True

@@ -1,0 +1,1 @@
+"""Integrations: providers, models and (later) MCP servers; builders of engine objects."""

@@ -1,0 +1,1 @@
+"""The WebSocket wire protocol (pydantic frames), group names, publish-after-commit."""

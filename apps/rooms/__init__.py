@@ -1,0 +1,1 @@
+"""Rooms: conversations, transcripts, runs, the run worker and the WebSocket consumer."""

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RoomsConfig(AppConfig):
+    name = "apps.rooms"
+    label = "rooms"

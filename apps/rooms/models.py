@@ -1,0 +1,178 @@
+"""Rooms, conversations, their transcripts, runs and event logs (DESIGN 3.2, 3.3)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from apps.accounts.models import Team
+from apps.common.models import TimeStampedModel
+
+
+class Room(TimeStampedModel):
+    """A team's chat room; it holds conversations."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rooms")
+    name = models.CharField(max_length=100)
+    archived = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Conversation(TimeStampedModel):
+    """One transcript with at most one active run.
+
+    ``last_seq``: the last event number allocated; allocation happens under a row lock, so
+    two writers never get the same number and none is skipped. ``compaction_failures`` is the
+    compaction breaker (DESIGN 2.6); ``memory_upto`` how far the session notes go.
+    """
+
+    room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=200, default="New conversation")
+    archived = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    last_seq = models.BigIntegerField(default=0)
+    compaction_failures = models.PositiveSmallIntegerField(default=0)
+    memory_upto = models.PositiveIntegerField(default=0)
+
+    @property
+    def team_id(self) -> int:
+        return self.room.team_id
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class MessageStatus(models.TextChoices):
+    PENDING = "pending", "Pending (joins at the next step)"
+    STREAMING = "streaming", "Streaming"
+    COMPLETE = "complete", "Complete"
+    CANCELLED = "cancelled", "Cancelled"
+    ERROR = "error", "Error"
+
+
+class Message(TimeStampedModel):
+    """One message of the transcript, in the engine's form (``content`` is the list of content
+    blocks of :class:`apps.engine.messages.Message`).
+
+    ``position`` orders the history the model sees (messages are positioned when they join
+    it: a pending message gets its position when it is injected). ``compacted`` messages were
+    replaced by a summary: kept for the export, left out of the model's history. ``client_id``
+    makes a person's resend idempotent.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
+                                     related_name="messages")
+    run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="messages")
+    position = models.PositiveIntegerField(null=True, blank=True)
+    role = models.CharField(max_length=10)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    author_name = models.CharField(max_length=150, blank=True)
+    content = models.JSONField(default=list)
+    reasoning_content = models.TextField(null=True, blank=True)
+    provider = models.CharField(max_length=20, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=10, choices=MessageStatus.choices,
+                              default=MessageStatus.COMPLETE)
+    client_id = models.CharField(max_length=100, null=True, blank=True)
+    engine_id = models.CharField(max_length=64, blank=True)  # the runtime's message_id
+    compacted = models.BooleanField(default=False)
+    usage = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "client_id"],
+                                    condition=Q(client_id__isnull=False),
+                                    name="one_message_per_client_id"),
+            models.UniqueConstraint(fields=["conversation", "position"],
+                                    condition=Q(position__isnull=False),
+                                    name="one_message_per_position"),
+        ]
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    AWAITING_INPUT = "awaiting_input", "Awaiting input"
+    COMPLETED = "completed", "Completed"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
+    INTERRUPTED = "interrupted", "Interrupted"
+
+
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL,
+                       RunStatus.AWAITING_INPUT)
+
+
+class Run(TimeStampedModel):
+    """One agent run. At most one active run per conversation: a partial unique constraint,
+    so two messages arriving at two server processes at once cannot start two runs."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    stopped_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    model = models.CharField(max_length=200, blank=True)
+    error_kind = models.CharField(max_length=50, blank=True)
+    error_message = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    dispatches = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation"],
+                                    condition=Q(status__in=ACTIVE_RUN_STATUSES),
+                                    name="one_active_run_per_conversation"),
+        ]
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_RUN_STATUSES
+
+
+class ToolDecision(TimeStampedModel):
+    """A member's decision on a tool call that waited for approval (who decided is recorded)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="decisions")
+    tool_call_id = models.CharField(max_length=100)
+    tool_name = models.CharField(max_length=200)
+    approved = models.BooleanField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "tool_call_id"],
+                                               name="one_decision_per_call")]
+
+
+class ConversationEvent(models.Model):
+    """The conversation's event log: every broadcast event with its ``seq`` (1, 2, 3, ...).
+    Stored before it is broadcast, so a client repairs any gap from here."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
+                                     related_name="events")
+    seq = models.BigIntegerField()
+    kind = models.CharField(max_length=40)
+    payload = models.JSONField()
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["seq"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "seq"],
+                                               name="one_event_per_seq")]

@@ -1,0 +1,18 @@
+"""URL routes: thin; every app owns its own."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Answers once the server is up (``manage.py serve`` waits for it)."""
+    return JsonResponse({"ok": True})
+
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+]
