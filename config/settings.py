@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves its Swagger UI assets locally (the CDN page would break our CSP)
     "apps.common",
     "apps.accounts",
     "apps.integrations",

@@ -10,6 +10,6 @@ import tempfile
 os.environ.setdefault("CONFAB_ENV", "test")
 os.environ.setdefault("CONFAB_DATA_DIR", tempfile.mkdtemp(prefix="confab-test-"))
 
-from config.settings import *  # noqa: E402,F403
+from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed, tests only

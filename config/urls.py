@@ -6,6 +6,8 @@ from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
 
+from apps.api.api import api
+
 
 def healthz(request: HttpRequest) -> JsonResponse:
     """Answers once the server is up (``manage.py serve`` waits for it)."""
@@ -15,4 +17,5 @@ def healthz(request: HttpRequest) -> JsonResponse:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("api/", api.urls),
 ]

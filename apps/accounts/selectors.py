@@ -11,7 +11,8 @@ def membership_of(user: User, team_id: int) -> Membership | None:
     """The user's membership of team ``team_id``, or None (also for anonymous users)."""
     if not user.is_authenticated:
         return None
-    return Membership.objects.filter(user=user, team_id=team_id).select_related("team").first()
+    return Membership.objects.filter(user=user, team_id=team_id).select_related(
+        "team", "user").first()
 
 
 async def amembership_of(user: User, team_id: int) -> Membership | None:
@@ -19,7 +20,7 @@ async def amembership_of(user: User, team_id: int) -> Membership | None:
     if not user.is_authenticated:
         return None
     return await Membership.objects.filter(user=user, team_id=team_id).select_related(
-        "team").afirst()
+        "team", "user").afirst()
 
 
 def role_of(user: User, team_id: int) -> Role | None:

@@ -62,7 +62,8 @@ class Message(TimeStampedModel):
 
     ``position`` orders the history the model sees (messages are positioned when they join
     it: a pending message gets its position when it is injected). ``compacted`` messages were
-    replaced by a summary: kept for the export, left out of the model's history. ``client_id``
+    replaced by a summary (which takes the position of the last of them): kept for the export,
+    left out of the model's history. ``client_id``
     makes a person's resend idempotent.
     """
 
@@ -93,7 +94,7 @@ class Message(TimeStampedModel):
                                     condition=Q(client_id__isnull=False),
                                     name="one_message_per_client_id"),
             models.UniqueConstraint(fields=["conversation", "position"],
-                                    condition=Q(position__isnull=False),
+                                    condition=Q(position__isnull=False, compacted=False),
                                     name="one_message_per_position"),
         ]
 

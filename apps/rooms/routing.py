@@ -1,12 +1,22 @@
-"""Channels routing for rooms: the conversation socket and the ``agent-runs`` worker."""
+"""Channels routing for rooms: the conversation socket and the ``agent-runs`` worker.
+
+The Origin check lives in the consumer, not in ``AllowedHostsOriginValidator``: cookie
+connections must come from an allowed origin, while token clients (scripts) may send none.
+"""
 
 from __future__ import annotations
 
-from channels.security.websocket import AllowedHostsOriginValidator
+from channels.routing import URLRouter
 from django.urls import path
 
-RUN_CHANNEL = "agent-runs"
+from apps.accounts.auth import TokenAuthMiddleware
+from apps.realtime.groups import RUN_CHANNEL
+from apps.rooms.consumers import ConversationConsumer
+from apps.rooms.worker import RunWorkerConsumer
 
+__all__ = ["RUN_CHANNEL", "run_worker", "websocket_application"]
 
-def _build():  # replaced by the real consumers below once they exist
-    raise NotImplementedError
+websocket_application = TokenAuthMiddleware(URLRouter([
+    path("ws/conversations/<int:conversation_id>/", ConversationConsumer.as_asgi()),
+]))
+run_worker = RunWorkerConsumer.as_asgi()

@@ -59,13 +59,15 @@ def _valid_step(step: Any) -> bool:
     return False
 
 
-_AUTHOR_LABEL = re.compile(r"\A\s*\[[^\]\n]{1,200}\]\s*")
+_AUTHOR_LABEL = re.compile(r"\s*\[[^\]\n]{1,200}\]\s*")
 
 
 def parse_script(text: str) -> list[Step] | None:
     """The steps of ``text`` if it is exactly a script object with valid steps, else None.
     A leading ``[name]`` author label (how a room shows the model who wrote) is skipped."""
-    text = _AUTHOR_LABEL.sub("", text, count=1).strip()
+    if (label := _AUTHOR_LABEL.match(text)) is not None:
+        text = text[label.end() :]
+    text = text.strip()
     if not text.startswith("{"):
         return None
     try:
@@ -107,18 +109,30 @@ class Script:
         return [] if self.turn is None else self.turns[self.turn]
 
 
+def _last_words(message: Message) -> str | None:
+    """The last thing a person wrote in ``message``: its last text block that is not just an
+    author label. Providers merge consecutive user messages into one turn (Anthropic, Gemini),
+    so several people's messages can share one message here; the latest one counts."""
+    for block in reversed(message.content):
+        text = getattr(block, "text", None)
+        if block.type == "text" and text and not _AUTHOR_LABEL.fullmatch(text):
+            return text
+    return None
+
+
 def find_script(messages: list[Message]) -> Script | None:
     """The script of the latest person-written message in ``messages``, or None."""
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
-        if message.role != "user" or not message.text():
+        words = _last_words(message) if message.role == "user" else None
+        if words is None:
             continue  # tool results (in user or tool messages) do not count
-        steps = parse_script(message.text())
+        steps = parse_script(words)
         if steps is None:
             return None
         turns = split_turns(steps)
         k = sum(1 for m in messages[position + 1 :] if m.role == "assistant")
-        return Script(turns=turns, turn=k if k < len(turns) else None, source=message.text())
+        return Script(turns=turns, turn=k if k < len(turns) else None, source=words)
     return None
 
 

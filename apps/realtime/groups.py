@@ -1,0 +1,34 @@
+"""Channel-layer group names and envelopes (DESIGN 3.3). Names stay ASCII and short, as the
+channel layers require."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+__all__ = ["RUN_CHANNEL", "conversation_group", "run_group", "user_group", "EventEnvelope"]
+
+RUN_CHANNEL = "agent-runs"
+"""The channel run workers consume (``manage.py runworker agent-runs``)."""
+
+
+def conversation_group(conversation_id: int) -> str:
+    """Every socket watching the conversation."""
+    return f"conv.{conversation_id}"
+
+
+def run_group(run_id: int) -> str:
+    """The worker hosting the run (steer, stop, decide, answer reach it here)."""
+    return f"run.{run_id}"
+
+
+def user_group(user_id: int) -> str:
+    """Every socket of one person (closed when they leave a team)."""
+    return f"user.{user_id}"
+
+
+class EventEnvelope(TypedDict):
+    """A logged event on its way to the sockets: ``type`` "conv.event"."""
+
+    type: str
+    seq: int
+    event: dict[str, Any]

@@ -1,0 +1,235 @@
+"""The conversation socket: ``/ws/conversations/<id>/?after_seq=N`` (docs/protocol.md).
+
+Thin: authenticate, authorize on connect *and on every frame*, validate the frame, call one
+service, send what it says. The client gets either the conversation's state (no ``after_seq``)
+or every logged event after ``after_seq``, then live events — no gap (the store fills any hole,
+also one the channel layer made by dropping a message) and no duplicate (events at or below
+the last ``seq`` sent are skipped).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.http.request import validate_host
+
+from apps.accounts.models import Membership
+from apps.accounts.selectors import amembership_of
+from apps.common.errors import ApplicationError, ErrorCode
+from apps.realtime.frames import (
+    WRITE_FRAMES,
+    AnswerFrame,
+    DecideFrame,
+    SendFrame,
+    StopFrame,
+    TypingFrame,
+    ValidationError,
+    describe,
+    parse_client_frame,
+)
+from apps.realtime.groups import conversation_group, user_group
+from apps.rooms.selectors import conversation_for
+from apps.rooms.services.events import events_after
+from apps.rooms.services.messages import message_post
+from apps.rooms.services.runs import run_answer, run_decide, run_stop
+from apps.rooms.state import conversation_state
+from apps.rooms.sweeper import ensure_sweeper
+
+__all__ = ["ConversationConsumer", "CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND"]
+
+CLOSE_NOT_AUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+REPLAY_BATCH = 500
+
+
+class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    """One watcher of one conversation."""
+
+    conversation_id: int
+    team_id: int
+    last_seq: int = 0
+    joined: bool = False
+
+    # -- connect / disconnect ----------------------------------------------------------------
+    async def connect(self) -> None:
+        await self.accept()  # accept first: only then can we close with our own codes
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not self._origin_ok():
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
+            return
+        try:
+            conversation, membership = await database_sync_to_async(conversation_for)(
+                user, int(self.scope["url_route"]["kwargs"]["conversation_id"]))
+        except ApplicationError:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.conversation_id, self.team_id = conversation.pk, conversation.room.team_id
+        self.me = {"id": user.pk, "name": user.shown_name}
+        self.present: dict[str, dict[str, Any]] = {}
+        await self.channel_layer.group_add(conversation_group(self.conversation_id),
+                                           self.channel_name)
+        await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
+        self.joined = True
+        await self._catch_up(self._after_seq(), membership)
+        await self._announce()
+        ensure_sweeper()
+
+    async def disconnect(self, code: int) -> None:
+        if not self.joined:
+            return
+        group = conversation_group(self.conversation_id)
+        await self.channel_layer.group_send(group, {"type": "presence.leave",
+                                                    "channel": self.channel_name})
+        await self.channel_layer.group_discard(group, self.channel_name)
+        await self.channel_layer.group_discard(user_group(self.me["id"]), self.channel_name)
+
+    def _origin_ok(self) -> bool:
+        """Cookie sessions need an allowed Origin (CSRF does not protect WebSockets); token
+        clients may omit it."""
+        if self.scope.get("auth_method") == "token":
+            return True
+        origin = dict(self.scope.get("headers", [])).get(b"origin")
+        if not origin:
+            return False
+        host = urlparse(origin.decode("latin-1")).hostname or ""
+        return validate_host(host, settings.ALLOWED_HOSTS)
+
+    def _after_seq(self) -> int | None:
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        values = query.get("after_seq")
+        try:
+            return max(int(values[0]), 0) if values else None
+        except ValueError:
+            return None
+
+    async def _catch_up(self, after_seq: int | None, membership: Membership) -> None:
+        if after_seq is None:
+            state = await database_sync_to_async(conversation_state)(self.conversation_id,
+                                                                     membership)
+            self.last_seq = state["seq"]
+            await self.send_json(state)
+        else:
+            self.last_seq = after_seq
+            await self._replay(until=None)
+
+    async def _replay(self, until: int | None) -> None:
+        """Send stored events after ``last_seq`` (up to ``until`` included, if given)."""
+        while True:
+            batch = await database_sync_to_async(events_after)(
+                self.conversation_id, self.last_seq, REPLAY_BATCH)
+            for row in batch:
+                if until is not None and row.seq > until:
+                    return
+                await self.send_json({"type": "event", "seq": row.seq, "event": row.payload})
+                self.last_seq = row.seq
+            if len(batch) < REPLAY_BATCH:
+                return
+
+    # -- frames from the client ---------------------------------------------------------------
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None
+                      ) -> None:
+        try:
+            content = json.loads(text_data if text_data is not None else bytes_data or b"")
+        except ValueError:
+            await self._error(ApplicationError(ErrorCode.BAD_FRAME, "frames are JSON objects"))
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not self.joined:
+            return
+        try:
+            frame = parse_client_frame(content)
+        except (ValidationError, ValueError) as exc:
+            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)))
+            return
+        membership = await amembership_of(self.scope["user"], self.team_id)
+        if membership is None:  # removed from the team since connecting
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        if isinstance(frame, WRITE_FRAMES) and not membership.role_enum.can_write:
+            await self._error(ApplicationError(ErrorCode.FORBIDDEN,
+                                               "Viewers can watch but not take part."))
+            return
+        try:
+            await self._dispatch(frame, membership)
+        except ApplicationError as error:
+            await self._error(error)
+
+    async def _dispatch(self, frame: Any, membership: Membership) -> None:
+        conversation, _ = await database_sync_to_async(conversation_for)(
+            membership.user, self.conversation_id)
+        match frame:
+            case SendFrame(client_id=client_id, text=text):
+                result = await database_sync_to_async(message_post)(
+                    conversation=conversation, membership=membership, text=text,
+                    client_id=client_id)
+                await self.send_json({"type": "ack", "client_id": client_id,
+                                      "message_id": result.message.pk,
+                                      "queued": result.queued})
+            case StopFrame():
+                await database_sync_to_async(run_stop)(conversation=conversation,
+                                                       membership=membership)
+            case DecideFrame(tool_call_id=call_id, decision=decision):
+                await database_sync_to_async(run_decide)(
+                    conversation=conversation, membership=membership, tool_call_id=call_id,
+                    approve=decision == "approve")
+            case AnswerFrame(question_id=question_id, text=text):
+                await database_sync_to_async(run_answer)(
+                    conversation=conversation, membership=membership, question_id=question_id,
+                    text=text)
+            case TypingFrame():
+                await self.channel_layer.group_send(conversation_group(self.conversation_id),
+                                                    {"type": "presence.typing", "user": self.me})
+
+    async def _error(self, error: ApplicationError) -> None:
+        await self.send_json(error.as_frame())
+
+    # -- from the channel layer ---------------------------------------------------------------
+    async def conv_event(self, message: dict[str, Any]) -> None:
+        seq = message["seq"]
+        if seq <= self.last_seq:
+            return  # already sent from the store
+        if seq > self.last_seq + 1:
+            await self._replay(until=seq - 1)  # a message the layer dropped: from the store
+        await self.send_json({"type": "event", "seq": seq, "event": message["event"]})
+        self.last_seq = seq
+
+    async def member_changed(self, message: dict[str, Any]) -> None:
+        """The person's membership changed: close the socket if it is gone."""
+        if message["team_id"] == self.team_id and message.get("role") is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+
+    # -- presence (ephemeral: no seq, not in the log) ----------------------------------------
+    async def _announce(self) -> None:
+        self.present[self.channel_name] = self.me
+        await self.channel_layer.group_send(conversation_group(self.conversation_id), {
+            "type": "presence.join", "channel": self.channel_name, "user": self.me})
+
+    async def presence_join(self, message: dict[str, Any]) -> None:
+        if message["channel"] != self.channel_name:
+            self.present[message["channel"]] = message["user"]
+            await self.channel_layer.send(message["channel"], {
+                "type": "presence.here", "channel": self.channel_name, "user": self.me})
+        await self._send_presence()
+
+    async def presence_here(self, message: dict[str, Any]) -> None:
+        self.present[message["channel"]] = message["user"]
+        await self._send_presence()
+
+    async def presence_leave(self, message: dict[str, Any]) -> None:
+        if self.present.pop(message["channel"], None) is not None:
+            await self._send_presence()
+
+    async def presence_typing(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "presence", "typing": message["user"]})
+
+    async def _send_presence(self) -> None:
+        people = {person["id"]: person for person in self.present.values()}
+        await self.send_json({"type": "presence",
+                              "present": sorted(people.values(), key=lambda p: p["name"])})

@@ -1,0 +1,215 @@
+"""Hosting one run in a worker: the engine's AgentRunner with the room's ports and projector.
+
+The host loads what the run needs (history, team policy, model), runs the agent, feeds every
+runtime event to the projector, beats the heartbeat, and ends the run in the database. Stop,
+decisions and answers arrive from the worker consumer (the run's group) and are delivered here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from apps.common.errors import ApplicationError
+from apps.engine.compaction.auto_compact import CompactionState, Compactor
+from apps.engine.compaction.session_memory import SessionMemory, SessionMemoryState
+from apps.engine.events import ErrorEvent, RunEnded
+from apps.engine.messages import Message as EngineMessage
+from apps.engine.providers.base import ProviderSettings
+from apps.engine.runtime.runner import AgentRunner, RunConfig
+from apps.engine.tools.base import ToolEnvironment
+from apps.engine.tools.defaults import default_tools
+from apps.integrations.builders import (
+    model_for_team,
+    provider_pool,
+    provider_settings,
+    run_settings,
+)
+from apps.rooms.models import Conversation, Run, RunStatus
+from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
+from apps.rooms.projector import Projector
+from apps.rooms.services.events import event_append
+from apps.rooms.services.runs import run_finish, run_heartbeat
+from apps.rooms.transcript import history_of
+from apps.rooms.workspaces import ensure_workspace
+
+__all__ = ["RunHost"]
+
+logger = logging.getLogger(__name__)
+_FINAL = {"completed": RunStatus.COMPLETED, "cancelled": RunStatus.CANCELLED,
+          "failed": RunStatus.FAILED}
+
+
+class SetupError(Exception):
+    """The run cannot start (no model configured, conversation gone...)."""
+
+
+@dataclass(slots=True)
+class _Setup:
+    conversation: Conversation
+    run: Run
+    history: list[EngineMessage]
+    policy: dict[str, Any]
+    model: str
+    config: RunConfig
+    provider: ProviderSettings
+    context_window: int
+    max_output: int
+
+
+def system_prompt(conversation: Conversation) -> str:
+    """What the agent is told about where it is."""
+    room = conversation.room
+    return (
+        f"You are the AI agent of the team \"{room.team.name}\", working in its room "
+        f"\"{room.name}\". Several people talk with you in this conversation; each of their "
+        "messages starts with the author's name in square brackets, like [alice]. People may "
+        "send messages while you work: they join at your next step, so read them and adapt. "
+        "Your files and commands live in this conversation's workspace directory. Tools that "
+        "change things may wait for a team member's approval."
+    )
+
+
+class RunHost:
+    """One hosted run; ``host()`` runs it to its end (never raises)."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.runner: AgentRunner | None = None
+        self.approvals: RoomApprovals | None = None
+        self.answers = RoomAnswers()
+        self._stop_requested = False
+
+    def stop(self) -> None:
+        """Stop the run wherever it is."""
+        self._stop_requested = True
+        if self.runner is not None:
+            self.runner.cancel()
+
+    def decide(self, tool_call_id: str, approved: bool, by: str) -> None:
+        if self.approvals is not None:
+            self.approvals.decide(tool_call_id, approved, by)
+
+    def answer(self, question_id: str, text: str, by: str) -> None:
+        self.answers.answer(question_id, text, by)
+
+    async def host(self) -> None:
+        """Run the agent and end the run in the database, whatever happens."""
+        try:
+            setup = await database_sync_to_async(self._setup)()
+        except SetupError as exc:
+            await database_sync_to_async(self._fail_setup)(str(exc))
+            return
+        status, error_kind, error_message = await self._run(setup)
+        await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
+
+    def _setup(self) -> _Setup:
+        run = Run.objects.select_related("conversation__room__team").filter(
+            pk=self.run_id).first()
+        if run is None:
+            raise SetupError("the run is gone")
+        conversation = run.conversation
+        model = model_for_team(conversation.room.team)
+        if model is None:
+            raise SetupError("No model is configured: a site admin adds a provider and a "
+                             "model, and the team chooses its default.")
+        try:
+            params = run_settings(model)
+        except ApplicationError as exc:
+            raise SetupError(exc.message) from exc
+        config = RunConfig(**params, system=system_prompt(conversation),
+                           max_iterations=settings.CONFAB["MAX_ITERATIONS"])
+        Run.objects.filter(pk=run.pk).update(model=params["model"])
+        return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
+                      policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
+                      config=config, provider=provider_settings(model.provider),
+                      context_window=params["context_window"],
+                      max_output=params["max_tokens"])
+
+    def _fail_setup(self, message: str) -> None:
+        run = Run.objects.filter(pk=self.run_id).first()
+        if run is None:
+            return
+        event_append(run.conversation_id, "error", {"kind": "error", "error_kind": "setup",
+                                                    "message": message}, run_id=run.pk)
+        event_append(run.conversation_id, "run_ended", {
+            "kind": "run_ended", "status": "failed", "error_kind": "setup", "turns": 0},
+            run_id=run.pk)
+        run_finish(self.run_id, RunStatus.FAILED, error_kind="setup", error_message=message)
+
+    async def _run(self, setup: _Setup) -> tuple[RunStatus, str, str]:
+        conf = settings.CONFAB
+        conversation = setup.conversation
+        provider = provider_pool.get(setup.provider)  # per event loop: here, not in a thread
+        inbox = PendingMessages(conversation.pk, self.run_id)
+        projector = Projector(conversation.pk, self.run_id, inbox,
+                              coalesce_ms=conf["COALESCE_MS"],
+                              coalesce_bytes=conf["COALESCE_BYTES"])
+        self.approvals = RoomApprovals(setup.policy, conf["APPROVAL_TIMEOUT_S"])
+        workspace = await database_sync_to_async(ensure_workspace)(conversation)
+        compaction = CompactionState(consecutive_failures=conversation.compaction_failures)
+        memory = SessionMemory(provider, setup.model, workspace,
+                               state=SessionMemoryState(extracted_upto=conversation.memory_upto))
+        self.runner = runner = AgentRunner(
+            provider, default_tools(), setup.config, setup.history,
+            run_id=str(self.run_id), workspace=workspace, inbox=inbox,
+            approvals=self.approvals, inputs=self.answers,
+            env=ToolEnvironment(allow_private_network=conf["ALLOW_PRIVATE_NETWORK"],
+                                sandbox=conf["SANDBOX"], ask_timeout_s=conf["ASK_TIMEOUT_S"]),
+            compactor=Compactor(provider, setup.model, context_window=setup.context_window,
+                                max_output=setup.max_output, state=compaction,
+                                notes=memory.read),
+            hooks=memory)
+        if self._stop_requested:
+            runner.cancel()
+        self._compaction, self._memory = compaction, memory
+        return await self._drive(runner, projector)
+
+    async def _drive(self, runner: AgentRunner, projector: Projector
+                     ) -> tuple[RunStatus, str, str]:
+        background = [asyncio.create_task(self._beat()),
+                      asyncio.create_task(self._tick(projector))]
+        error_kind, error_message = "", ""
+        try:
+            async for event in runner.events():
+                if isinstance(event, ErrorEvent):
+                    error_kind, error_message = event.error_kind, event.message
+                await projector.handle(event)
+        except Exception as exc:  # the projector failed (database down): end the run visibly
+            logger.exception("run %s: projector failed", self.run_id)
+            error_kind, error_message = "internal", f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(Exception):
+                await projector.handle(RunEnded(status="failed", error_kind="internal",
+                                                turns=runner.turns))
+            return RunStatus.FAILED, error_kind, error_message
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await projector.close()
+            await self._memory.wait()
+        return _FINAL.get(runner.status or "failed", RunStatus.FAILED), error_kind, error_message
+
+    async def _beat(self) -> None:
+        while True:
+            await database_sync_to_async(run_heartbeat)(self.run_id)
+            await asyncio.sleep(settings.CONFAB["HEARTBEAT_S"])
+
+    async def _tick(self, projector: Projector) -> None:
+        pause = settings.CONFAB["COALESCE_MS"] / 1000.0
+        while True:
+            await asyncio.sleep(pause)
+            await projector.tick()
+
+    def _finish(self, setup: _Setup, status: RunStatus, error_kind: str,
+                error_message: str) -> None:
+        Conversation.objects.filter(pk=setup.conversation.pk).update(
+            compaction_failures=self._compaction.consecutive_failures,
+            memory_upto=self._memory.state.extracted_upto)
+        run_finish(self.run_id, status, error_kind=error_kind, error_message=error_message)

@@ -1,0 +1,78 @@
+"""``manage.py demo [--json]``: a demo team to try confab with, created idempotently.
+
+alice (owner), bob (member) and carol (viewer) in "Demo team", with fresh passwords each time
+it runs; a staff user "admin" for the admin site; a room with a conversation; the offline
+scripted model (served by fakellm at ``CONFAB_FAKELLM_URL``) as the team's default, plus a real
+provider for each API key found in the environment. ``--json`` prints exactly
+``{"team": {"id"}, "room": {"id"}, "conversation": {"id"}, "users": {"alice": {"id",
+"username", "password", "token"}, "bob": {...}, "carol": {...}}}`` with fresh API tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from apps.accounts.models import Membership, Role, Team, User
+from apps.accounts.services import api_token_create
+from apps.integrations.demo import ensure_demo_models
+from apps.rooms.models import Conversation, Room
+
+PEOPLE = (("alice", "Alice", Role.OWNER), ("bob", "Bob", Role.MEMBER),
+          ("carol", "Carol", Role.VIEWER))
+TEAM_SLUG = "demo-team"
+
+
+class Command(BaseCommand):
+    help = "Create (or refresh) the demo team, its people, a room and the offline model."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print ids and credentials "
+                            "as JSON, for scripts and tests")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        with transaction.atomic():
+            result, admin_password = self._create()
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+            return
+        self.stdout.write("Demo team ready. Sign in as:")
+        for name, person in result["users"].items():
+            role = dict((p[0], p[2]) for p in PEOPLE)[name]
+            self.stdout.write(f"  {name:6} {person['password']}   ({role.label.lower()})")
+        self.stdout.write(f"  admin  {admin_password}   (site staff: /admin/)")
+
+    def _create(self) -> tuple[dict[str, Any], str]:
+        team = Team.objects.filter(slug=TEAM_SLUG).first() or Team.objects.create(
+            name="Demo team", slug=TEAM_SLUG)
+        users: dict[str, Any] = {}
+        for username, shown, role in PEOPLE:
+            user, password = _person(username, shown)
+            Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+            _, token = api_token_create(user=user, name="demo")
+            users[username] = {"id": user.pk, "username": username, "password": password,
+                               "token": token}
+        admin, admin_password = _person("admin", "Admin", staff=True)
+        room = Room.objects.filter(team=team, name="General").first() or Room.objects.create(
+            team=team, name="General", created_by=admin)
+        conversation = (Conversation.objects.filter(room=room).order_by("id").first()
+                        or Conversation.objects.create(room=room, title="Welcome"))
+        ensure_demo_models(team, fakellm_url=settings.CONFAB["FAKELLM_URL"])
+        return ({"team": {"id": team.pk}, "room": {"id": room.pk},
+                 "conversation": {"id": conversation.pk}, "users": users}, admin_password)
+
+
+def _person(username: str, shown: str, staff: bool = False) -> tuple[User, str]:
+    """The user, with a fresh password (returned: the only time it is visible)."""
+    user = User.objects.filter(username=username).first() or User(username=username)
+    password = secrets.token_urlsafe(9)
+    user.display_name = shown
+    user.is_staff = user.is_superuser = staff
+    user.set_password(password)
+    user.save()
+    return user, password

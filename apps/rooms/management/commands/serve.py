@@ -1,0 +1,70 @@
+"""``manage.py serve``: Daphne with the embedded run worker, and the offline model server.
+
+Everything runs on 127.0.0.1 by default and stops together on Ctrl-C or SIGTERM. With Redis
+(``REDIS_URL``) run workers can live in ``manage.py runworker agent-runs`` processes instead:
+pass ``--no-worker`` then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Run confab: Daphne, the embedded run worker and the offline model server."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--fakellm-port", type=int, default=8001,
+                            help="port of the offline scripted model (0: do not start it)")
+        parser.add_argument("--fakellm-rate", type=float, default=50.0,
+                            help="tokens per second the offline model streams")
+        parser.add_argument("--no-worker", action="store_true",
+                            help="do not host runs here (runworker processes do)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        fakellm = self._start_fakellm(options)
+        try:
+            self._serve(options)
+        finally:
+            if fakellm is not None:
+                fakellm.terminate()
+                try:
+                    fakellm.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    fakellm.kill()
+
+    def _start_fakellm(self, options: dict[str, Any]) -> subprocess.Popen[bytes] | None:
+        if not options["fakellm_port"]:
+            return None
+        return subprocess.Popen([sys.executable, "-m", "apps.engine.fakellm", "--host",
+                                 options["host"], "--port", str(options["fakellm_port"]),
+                                 "--rate", str(options["fakellm_rate"])])
+
+    def _serve(self, options: dict[str, Any]) -> None:
+        from daphne.server import Server  # installs Twisted's asyncio reactor
+
+        from config.asgi import application
+
+        host, port = options["host"], options["port"]
+        server = Server(application=application,
+                        endpoints=[f"tcp:port={port}:interface={host}"],
+                        signal_handlers=True, verbosity=0)
+        if not options["no_worker"]:
+            from twisted.internet import reactor
+
+            from apps.rooms.embedded import start_embedded_worker
+
+            reactor.callWhenRunning(lambda: asyncio.get_event_loop().call_soon(
+                start_embedded_worker, application))
+        layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+        self.stdout.write(f"confab is serving on http://{host}:{port}/ ({layer}); "
+                          "Ctrl-C stops it.")
+        server.run()

@@ -1,0 +1,103 @@
+"""The Django side of the engine's ports (``apps/engine/ports.py``) for one hosted run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from channels.db import database_sync_to_async
+from django.db import transaction
+
+from apps.engine.messages import Message as EngineMessage
+from apps.engine.messages import ToolCall
+from apps.engine.ports import ApprovalDecision, UserAnswer
+from apps.integrations.policy import needs_approval
+from apps.rooms.models import Message, MessageStatus
+from apps.rooms.transcript import engine_message
+
+__all__ = ["PendingMessages", "RoomApprovals", "RoomAnswers"]
+
+
+class PendingMessages:
+    """People's messages that waited while the run was busy (oldest first).
+
+    ``take`` marks them taken (status complete, attached to the run) and remembers their row
+    ids in order; the projector gives them their history positions when the run reports them
+    injected, so positions follow the history's real order.
+    """
+
+    def __init__(self, conversation_id: int, run_id: int) -> None:
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+        self.taken_ids: deque[int] = deque()
+
+    async def take(self) -> list[EngineMessage]:
+        rows = await database_sync_to_async(self._take)()
+        self.taken_ids.extend(row.pk for row in rows)
+        return [engine_message(row) for row in rows]
+
+    def _take(self) -> list[Message]:
+        with transaction.atomic():
+            rows = list(Message.objects.select_for_update().filter(
+                conversation_id=self.conversation_id, status=MessageStatus.PENDING
+            ).order_by("id"))
+            if rows:
+                Message.objects.filter(pk__in=[r.pk for r in rows]).update(
+                    status=MessageStatus.COMPLETE, run_id=self.run_id)
+        return rows
+
+
+class RoomApprovals:
+    """Risky tool calls wait here for a member's decision; an unanswered wait times out as a
+    denial after ``timeout_s``. ``policy`` is the team's tool policy."""
+
+    def __init__(self, policy: dict[str, object], timeout_s: float) -> None:
+        self.policy = policy
+        self.timeout_s = timeout_s
+        self._waiting: dict[str, asyncio.Future[ApprovalDecision]] = {}
+
+    def needs_approval(self, call: ToolCall, default: bool) -> bool:
+        return needs_approval(self.policy, call.name, default)
+
+    async def request(self, call: ToolCall, reason: str) -> ApprovalDecision:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[call.id] = future
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await future
+        except TimeoutError:
+            return ApprovalDecision(approved=False, decided_by=None,
+                                    note=f"Nobody decided within {self.timeout_s:g} s.")
+        finally:
+            self._waiting.pop(call.id, None)
+
+    def decide(self, call_id: str, approved: bool, by: str) -> bool:
+        """Deliver a decision; False when no call of that id waits."""
+        future = self._waiting.get(call_id)
+        if future is None or future.done():
+            return False
+        future.set_result(ApprovalDecision(approved=approved, decided_by=by))
+        return True
+
+
+class RoomAnswers:
+    """AskUser questions wait here for the first answer from the room."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Future[UserAnswer]] = {}
+
+    async def ask(self, question_id: str, question: str) -> UserAnswer:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[question_id] = future
+        try:
+            return await future
+        finally:
+            self._waiting.pop(question_id, None)
+
+    def answer(self, question_id: str, text: str, by: str) -> bool:
+        """Deliver an answer; False when no such question waits (or it was answered)."""
+        future = self._waiting.get(question_id)
+        if future is None or future.done():
+            return False
+        future.set_result(UserAnswer(text=text, answered_by=by))
+        return True

@@ -1,0 +1,250 @@
+"""The projector: a run's runtime events into the transcript and the event log (DESIGN 3.3).
+
+Every event is stored with its ``seq`` before it is broadcast. Deltas (text, reasoning, tool-call
+arguments) are coalesced first — up to ``coalesce_ms`` or ``coalesce_bytes`` per message, the
+server-side twin of the browser's per-frame rendering — so the channel layer carries a few
+messages per second per stream instead of one per token; anything else flushes them first, so
+order is kept. Each flush also checkpoints the message being written, so a client connecting
+mid-stream sees the text so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.db import transaction
+
+from apps.engine.compaction.auto_compact import SUMMARY_PREFIX
+from apps.engine.events import (
+    ApprovalDecided,
+    AwaitingApproval,
+    AwaitingInput,
+    Compacted,
+    InputReceived,
+    MessageEnded,
+    MessagesInjected,
+    MessageStarted,
+    ReasoningDeltaEvent,
+    RuntimeEvent,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallReadyEvent,
+    ToolCallStarted,
+    UsageUpdated,
+)
+from apps.rooms.models import Message, MessageStatus, RunStatus
+from apps.rooms.ports import PendingMessages
+from apps.rooms.services.events import conversation_lock, events_append
+from apps.rooms.services.messages import positions_allocate
+from apps.rooms.services.runs import run_set_status
+from apps.rooms.transcript import message_fields
+
+__all__ = ["Projector"]
+
+Delta = TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta
+_STATUS_AFTER = {
+    AwaitingApproval: RunStatus.AWAITING_APPROVAL,
+    AwaitingInput: RunStatus.AWAITING_INPUT,
+    ApprovalDecided: RunStatus.RUNNING,
+    InputReceived: RunStatus.RUNNING,
+}
+
+
+@dataclass(slots=True)
+class _Draft:
+    """What the message being written holds so far (for checkpoints)."""
+
+    row_id: int
+    thinking: str = ""
+    text: str = ""
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def blocks(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.thinking:
+            out.append({"type": "thinking", "thinking": self.thinking})
+        if self.text:
+            out.append({"type": "text", "text": self.text})
+        out.extend(self.calls[i] for i in sorted(self.calls))
+        return out
+
+
+class Projector:
+    """Stores and broadcasts one run's events. ``handle`` each event in order; call ``tick``
+    every ``coalesce_ms`` so a quiet stream still flushes; ``close`` at the end."""
+
+    def __init__(self, conversation_id: int, run_id: int, inbox: PendingMessages, *,
+                 coalesce_ms: float, coalesce_bytes: int) -> None:
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+        self.inbox = inbox
+        self.coalesce_s = coalesce_ms / 1000.0
+        self.coalesce_bytes = coalesce_bytes
+        self._buffer: list[Delta] = []
+        self._buffered_bytes = 0
+        self._since = 0.0
+        self._drafts: dict[str, _Draft] = {}
+        self._last_assistant: int | None = None
+        self._lock = asyncio.Lock()
+        self.stored = 0  # events stored, for tests and benchmarks
+
+    async def handle(self, event: RuntimeEvent) -> None:
+        """Store (and broadcast) one runtime event, coalescing deltas."""
+        async with self._lock:
+            if isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta):
+                self._add(event)
+                if self._due():
+                    await self._flush()
+                return
+            await self._flush()
+            await database_sync_to_async(self._store)(event)
+
+    async def tick(self) -> None:
+        """Flush deltas that have waited ``coalesce_ms``."""
+        async with self._lock:
+            if self._buffer and time.monotonic() - self._since >= self.coalesce_s:
+                await self._flush()
+
+    async def close(self) -> None:
+        """Flush what is left."""
+        async with self._lock:
+            await self._flush()
+
+    # -- deltas -----------------------------------------------------------------------------
+    def _add(self, event: Delta) -> None:
+        if not self._buffer:
+            self._since = time.monotonic()
+        last = self._buffer[-1] if self._buffer else None
+        merged = _merge(last, event) if last is not None else None
+        if merged is not None:
+            self._buffer[-1] = merged
+        else:
+            self._buffer.append(event)
+        self._buffered_bytes += len(_delta_text(event).encode())
+
+    def _due(self) -> bool:
+        return (self._buffered_bytes >= self.coalesce_bytes
+                or time.monotonic() - self._since >= self.coalesce_s)
+
+    async def _flush(self) -> None:
+        if not self._buffer:
+            return
+        deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
+        await database_sync_to_async(self._store_deltas)(deltas)
+
+    def _store_deltas(self, deltas: list[Delta]) -> None:
+        for delta in deltas:
+            self._draft_apply(delta)
+        with transaction.atomic():
+            events_append(self.conversation_id,
+                          [(d.kind, d.model_dump(mode="json")) for d in deltas], run_id=self.run_id)
+            for message_id in {d.message_id for d in deltas}:
+                draft = self._drafts.get(message_id)
+                if draft is not None:
+                    Message.objects.filter(pk=draft.row_id).update(content=draft.blocks())
+        self.stored += len(deltas)
+
+    def _draft_apply(self, delta: Delta) -> None:
+        draft = self._drafts.get(delta.message_id)
+        if draft is None:
+            return
+        if isinstance(delta, TextDelta):
+            draft.text += delta.text
+        elif isinstance(delta, ReasoningDeltaEvent):
+            draft.thinking += delta.text
+        else:
+            call = draft.calls.setdefault(delta.index, {"type": "tool_use", "name": "",
+                                                        "partial_arguments": ""})
+            call["partial_arguments"] = call.get("partial_arguments", "") + delta.arguments_delta
+
+    # -- everything else ---------------------------------------------------------------------
+    def _store(self, event: RuntimeEvent) -> None:
+        with transaction.atomic():
+            conversation_lock(self.conversation_id)
+            self._apply(event)
+            events_append(self.conversation_id, [(event.kind, event.model_dump(mode="json"))],
+                          run_id=self.run_id)
+            status = _STATUS_AFTER.get(type(event))
+            if status is not None:
+                run_set_status(self.run_id, status)
+        self.stored += 1
+
+    def _apply(self, event: RuntimeEvent) -> None:
+        match event:
+            case MessageStarted(message_id=message_id):
+                row = Message.objects.create(
+                    conversation_id=self.conversation_id, run_id=self.run_id,
+                    role="assistant", status=MessageStatus.STREAMING, engine_id=message_id)
+                self._drafts[message_id] = _Draft(row_id=row.pk)
+            case ToolCallStarted(message_id=mid, index=index, name=name):
+                if (draft := self._drafts.get(mid)) is not None:
+                    draft.calls[index] = {"type": "tool_use", "name": name,
+                                          "partial_arguments": ""}
+            case ToolCallReadyEvent(message_id=mid, index=index, call=call):
+                if (draft := self._drafts.get(mid)) is not None:
+                    draft.calls[index] = {"type": "tool_use", "id": call.id, "name": call.name,
+                                          "input": call.arguments}
+            case MessageEnded():
+                self._message_ended(event)
+            case MessagesInjected(messages=messages):
+                self._injected(len(messages))
+            case UsageUpdated(usage=usage):
+                if self._last_assistant is not None:
+                    Message.objects.filter(pk=self._last_assistant).update(
+                        usage=usage.model_dump(mode="json", exclude_none=True))
+            case Compacted():
+                self._compacted(event)
+            case _:
+                pass
+
+    def _message_ended(self, event: MessageEnded) -> None:
+        message = event.message
+        in_history = bool(message.content or message.reasoning_content)
+        fields = message_fields(message)
+        if in_history:
+            fields["position"] = positions_allocate(self.conversation_id, 1)
+        draft = self._drafts.pop(event.message_id, None)
+        if draft is not None:
+            Message.objects.filter(pk=draft.row_id).update(**fields)
+            self._last_assistant = draft.row_id
+        elif in_history:  # a tool-results message: it was never streamed
+            Message.objects.create(conversation_id=self.conversation_id, run_id=self.run_id,
+                                   engine_id=event.message_id, **fields)
+
+    def _injected(self, count: int) -> None:
+        first = positions_allocate(self.conversation_id, count)
+        for offset in range(count):
+            row_id = self.inbox.taken_ids.popleft()
+            Message.objects.filter(pk=row_id).update(position=first + offset)
+
+    def _compacted(self, event: Compacted) -> None:
+        rows = list(Message.objects.filter(conversation_id=self.conversation_id,
+                                           position__isnull=False, compacted=False)
+                    .order_by("position").values_list("pk", "position")[: event.messages_removed])
+        if not rows:
+            return
+        Message.objects.filter(pk__in=[pk for pk, _ in rows]).update(compacted=True)
+        Message.objects.create(conversation_id=self.conversation_id, run_id=self.run_id,
+                               role="user", position=rows[-1][1], status=MessageStatus.COMPLETE,
+                               content=[{"type": "text", "text": SUMMARY_PREFIX + event.summary}])
+
+
+def _delta_text(event: Delta) -> str:
+    return event.arguments_delta if isinstance(event, ToolCallArgumentsDelta) else event.text
+
+
+def _merge(last: Delta, event: Delta) -> Delta | None:
+    """One delta of both when they extend the same stream, else None."""
+    if type(last) is not type(event) or last.message_id != event.message_id:
+        return None
+    if isinstance(event, ToolCallArgumentsDelta):
+        assert isinstance(last, ToolCallArgumentsDelta)
+        if last.index != event.index:
+            return None
+        return last.model_copy(update={"arguments_delta": last.arguments_delta
+                                       + event.arguments_delta})
+    return last.model_copy(update={"text": last.text + event.text})  # type: ignore[union-attr]

@@ -1,0 +1,73 @@
+"""The conversation's event log: ``seq`` allocation, storage, then broadcast (DESIGN 3.3, 4).
+
+The channel layer delivers at most once, so every event is stored with its ``seq`` *before* it is
+broadcast, and clients repair gaps from the store. ``seq`` comes from ``Conversation.last_seq``
+updated under a row lock in the same transaction as the insert, and ``(conversation, seq)`` is
+unique: two writers can never produce the same number or skip one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from apps.realtime.groups import conversation_group
+from apps.realtime.publish import group_send_on_commit
+from apps.rooms.models import Conversation, ConversationEvent
+
+__all__ = ["conversation_lock", "events_after", "events_append", "event_append", "seq_allocate"]
+
+
+def conversation_lock(conversation_id: int) -> None:
+    """Lock the conversation row until the transaction ends: every writer of the transcript's
+    order (seq, positions, runs) takes it first, so they queue instead of colliding."""
+    list(Conversation.objects.select_for_update().filter(pk=conversation_id).values("pk"))
+
+
+def seq_allocate(conversation_id: int, count: int = 1) -> int:
+    """Reserve ``count`` numbers; returns the first. Call inside a transaction."""
+    updated = Conversation.objects.filter(pk=conversation_id).update(
+        last_seq=F("last_seq") + count)  # UPDATE takes the row lock (SQLite: the write lock)
+    if not updated:
+        raise Conversation.DoesNotExist(f"conversation {conversation_id} is gone")
+    last = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_id)
+    return last - count + 1
+
+
+def events_append(conversation_id: int, events: Iterable[tuple[str, dict[str, Any]]], *,
+                  run_id: int | None = None) -> list[ConversationEvent]:
+    """Store ``(kind, payload)`` events with consecutive seqs and broadcast each after commit.
+
+    ``payload`` is the event as clients receive it (it holds its own ``kind``).
+    """
+    items = list(events)
+    if not items:
+        return []
+    with transaction.atomic():
+        first = seq_allocate(conversation_id, len(items))
+        rows = ConversationEvent.objects.bulk_create([
+            ConversationEvent(conversation_id=conversation_id, seq=first + i, kind=kind,
+                              payload=payload, run_id=run_id)
+            for i, (kind, payload) in enumerate(items)
+        ])
+        group = conversation_group(conversation_id)
+        for row in rows:
+            group_send_on_commit(group, {"type": "conv.event", "seq": row.seq,
+                                         "event": row.payload})
+    return rows
+
+
+def event_append(conversation_id: int, kind: str, payload: dict[str, Any], *,
+                 run_id: int | None = None) -> ConversationEvent:
+    """One event; see :func:`events_append`."""
+    return events_append(conversation_id, [(kind, payload)], run_id=run_id)[0]
+
+
+def events_after(conversation_id: int, after_seq: int, limit: int = 500
+                 ) -> list[ConversationEvent]:
+    """Up to ``limit`` stored events with ``seq > after_seq``, in order."""
+    return list(ConversationEvent.objects.filter(conversation_id=conversation_id,
+                                                 seq__gt=after_seq).order_by("seq")[:limit])

@@ -1,0 +1,205 @@
+"""Run lifecycle: dispatch, claim, stop, decisions, answers, the end, and the sweeper.
+
+Run state lives in the database (DESIGN 3.2). A run is dispatched to the ``agent-runs`` channel
+after the transaction that created it commits; a worker claims it with a conditional UPDATE
+(only one claim can win). Frames for a running run reach its worker through the run's group.
+A worker that dies leaves a stale heartbeat: the sweeper marks such runs interrupted, keeping
+every message persisted so far, and re-dispatches (or fails) queued runs nobody claimed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.accounts.models import Membership
+from apps.common.errors import ApplicationError, ErrorCode
+from apps.realtime.groups import RUN_CHANNEL, run_group
+from apps.realtime.publish import group_send_on_commit, send_on_commit
+from apps.rooms.models import (
+    ACTIVE_RUN_STATUSES,
+    Conversation,
+    Message,
+    MessageStatus,
+    Run,
+    RunStatus,
+    ToolDecision,
+)
+from apps.rooms.services.events import conversation_lock, event_append
+
+__all__ = [
+    "active_run",
+    "run_answer",
+    "run_claim",
+    "run_decide",
+    "run_dispatch_on_commit",
+    "run_finish",
+    "run_heartbeat",
+    "run_stop",
+    "runs_sweep",
+]
+
+
+def _user(membership: Membership) -> dict[str, object]:
+    return {"id": membership.user_id, "name": membership.user.shown_name}
+
+
+def _require_writer(membership: Membership) -> None:
+    if not membership.role_enum.can_write:
+        raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers can watch but not take part.")
+
+
+def active_run(conversation: Conversation) -> Run | None:
+    """The conversation's active run, if any."""
+    return Run.objects.filter(conversation=conversation,
+                              status__in=ACTIVE_RUN_STATUSES).first()
+
+
+def run_dispatch_on_commit(run: Run) -> None:
+    """Hand the run to a worker once the transaction commits."""
+    Run.objects.filter(pk=run.pk).update(dispatches=run.dispatches + 1)
+    send_on_commit(RUN_CHANNEL, {"type": "run.start", "run_id": run.pk})
+
+
+def run_claim(run_id: int, worker: str) -> bool:
+    """Whether ``worker`` won the queued run (one conditional UPDATE: one winner)."""
+    now = timezone.now()
+    return bool(Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now))
+
+
+def run_heartbeat(run_id: int) -> None:
+    """The hosting worker is alive."""
+    Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
+
+
+def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
+    """Ask the active run to stop; the stop is broadcast with who asked."""
+    _require_writer(membership)
+    with transaction.atomic():
+        conversation_lock(conversation.pk)
+        run = active_run(conversation)
+        if run is None:
+            raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+        if run.stopped_by_id is None:
+            run.stopped_by = membership.user
+            run.save(update_fields=["stopped_by"])
+        event_append(conversation.pk, "run_stopping",
+                     {"kind": "run_stopping", "run_id": run.pk, "by": _user(membership)},
+                     run_id=run.pk)
+        if run.status == RunStatus.QUEUED:  # no worker has it: end it here
+            run_finish(run.pk, RunStatus.CANCELLED)
+        else:
+            group_send_on_commit(run_group(run.pk), {"type": "run.stop", "run_id": run.pk})
+    return run
+
+
+def run_decide(*, conversation: Conversation, membership: Membership, tool_call_id: str,
+               approve: bool) -> ToolDecision:
+    """Record a member's decision on a waiting tool call (the first decision wins)."""
+    _require_writer(membership)
+    run = active_run(conversation)
+    if run is None:
+        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+    try:
+        with transaction.atomic():
+            decision = ToolDecision.objects.create(
+                run=run, tool_call_id=tool_call_id, tool_name="", approved=approve,
+                decided_by=membership.user)
+    except IntegrityError:
+        raise ApplicationError(ErrorCode.CONFLICT, "Someone already decided.") from None
+    group_send_on_commit(run_group(run.pk), {
+        "type": "run.decide", "run_id": run.pk, "tool_call_id": tool_call_id,
+        "approved": approve, "by": membership.user.shown_name})
+    return decision
+
+
+def run_answer(*, conversation: Conversation, membership: Membership, question_id: str,
+               text: str) -> Run:
+    """Pass an answer to the run's waiting AskUser question."""
+    _require_writer(membership)
+    run = active_run(conversation)
+    if run is None:
+        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+    group_send_on_commit(run_group(run.pk), {
+        "type": "run.answer", "run_id": run.pk, "question_id": question_id, "text": text,
+        "by": membership.user.shown_name})
+    return run
+
+
+def run_set_status(run_id: int, status: RunStatus) -> None:
+    """A transition between active states (running <-> awaiting approval / input)."""
+    Run.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATUSES).update(status=status)
+
+
+def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
+               error_message: str = "") -> Run | None:
+    """End the run; when people's messages still wait, start the next run for them in the same
+    transaction (nothing a person sent is left behind). Returns that next run, if any."""
+    with transaction.atomic():
+        run = Run.objects.select_related("conversation").get(pk=run_id)
+        conversation_lock(run.conversation_id)
+        Run.objects.filter(pk=run_id).update(
+            status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
+            error_message=error_message[:2000])
+        Message.objects.filter(run_id=run_id, status=MessageStatus.STREAMING).update(
+            status=MessageStatus.ERROR if status != RunStatus.CANCELLED
+            else MessageStatus.CANCELLED)
+        waiting = (Message.objects.filter(conversation_id=run.conversation_id,
+                                          status=MessageStatus.PENDING)
+                   .select_related("author").order_by("id").first())
+        if waiting is None:
+            return None
+        follow_up = Run.objects.create(conversation_id=run.conversation_id,
+                                       started_by=waiting.author, status=RunStatus.QUEUED)
+        event_append(run.conversation_id, "run_queued", {
+            "kind": "run_queued", "run_id": follow_up.pk,
+            "started_by": {"id": waiting.author_id, "name": waiting.author_name}},
+            run_id=follow_up.pk)
+        run_dispatch_on_commit(follow_up)
+        return follow_up
+
+
+def runs_sweep() -> list[int]:
+    """Mark runs whose worker stopped beating interrupted; re-dispatch queued runs nobody
+    claimed (up to ``MAX_DISPATCHES`` times, then fail them). Returns the run ids touched."""
+    conf = settings.CONFAB
+    now = timezone.now()
+    touched: list[int] = []
+    stale = Run.objects.filter(status__in=ACTIVE_RUN_STATUSES[1:],
+                               heartbeat_at__lt=now - timedelta(seconds=conf["STALE_AFTER_S"]))
+    for run in stale:
+        _interrupt(run)
+        touched.append(run.pk)
+    unclaimed = Run.objects.filter(status=RunStatus.QUEUED,
+                                   updated_at__lt=now - timedelta(seconds=conf["CLAIM_TIMEOUT_S"]))
+    for run in unclaimed:
+        if run.dispatches >= conf["MAX_DISPATCHES"]:
+            _end_with_event(run, RunStatus.FAILED, "unclaimed",
+                            "No run worker picked the run up.")
+        else:
+            with transaction.atomic():
+                Run.objects.filter(pk=run.pk).update(updated_at=now)
+                run_dispatch_on_commit(run)
+        touched.append(run.pk)
+    return touched
+
+
+def _interrupt(run: Run) -> None:
+    _end_with_event(run, RunStatus.INTERRUPTED, "interrupted",
+                    "The worker hosting the run stopped responding.")
+
+
+def _end_with_event(run: Run, status: RunStatus, kind: str, message: str) -> None:
+    with transaction.atomic():
+        updated = Run.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATUSES).update(
+            status=status)
+        if not updated:
+            return  # it ended meanwhile
+        event_append(run.conversation_id, "run_ended", {
+            "kind": "run_ended", "status": str(status), "error_kind": kind, "turns": 0,
+            "message": message, "run_id": run.pk}, run_id=run.pk)
+        run_finish(run.pk, status, error_kind=kind, error_message=message)

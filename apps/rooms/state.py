@@ -1,0 +1,91 @@
+"""The conversation's current state: what a client gets on connecting without ``after_seq``.
+
+Read in one snapshot (REPEATABLE READ on PostgreSQL; one read transaction on SQLite) together
+with ``seq``: the messages already include every event up to ``seq`` — the streaming message
+its text so far — and the client applies live events after ``seq`` on top.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection, transaction
+
+from apps.accounts.models import Membership
+from apps.rooms.models import Conversation, ConversationEvent, Message, Run
+from apps.rooms.services.runs import active_run
+from apps.rooms.transcript import message_json
+
+__all__ = ["conversation_state", "run_json"]
+
+_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received")
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    """A run as clients see it."""
+    def person(user: Any) -> dict[str, Any] | None:
+        return {"id": user.pk, "name": user.shown_name} if user else None
+
+    return {"id": run.pk, "status": run.status, "model": run.model or None,
+            "started_by": person(run.started_by), "stopped_by": person(run.stopped_by),
+            "error_kind": run.error_kind or None}
+
+
+def conversation_state(conversation_id: int, membership: Membership) -> dict[str, Any]:
+    """``{"type": "state", "seq", "conversation", "you", "messages", "run", "waiting",
+    "todos"}`` — see docs/protocol.md."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        conversation = Conversation.objects.select_related("room__team").get(pk=conversation_id)
+        messages = Message.objects.filter(conversation=conversation).order_by("position", "id")
+        run = active_run(conversation)
+        if run is not None:
+            run = Run.objects.select_related("started_by", "stopped_by").get(pk=run.pk)
+        return {
+            "type": "state",
+            "seq": conversation.last_seq,
+            "conversation": {"id": conversation.pk, "title": conversation.title,
+                             "room": {"id": conversation.room_id, "name": conversation.room.name},
+                             "team": {"id": conversation.room.team_id,
+                                      "name": conversation.room.team.name}},
+            "you": {"id": membership.user_id, "name": membership.user.shown_name,
+                    "role": membership.role},
+            "messages": [message_json(m) for m in _in_order(list(messages))],
+            "run": run_json(run) if run else None,
+            "waiting": _waiting(run),
+            "todos": _todos(conversation_id),
+        }
+
+
+def _in_order(messages: list[Message]) -> list[Message]:
+    """History order first (positions), then what has not joined it yet (streaming, pending)."""
+    placed = [m for m in messages if m.position is not None]
+    rest = [m for m in messages if m.position is None]
+    return placed + rest
+
+
+def _waiting(run: Run | None) -> dict[str, list[dict[str, Any]]]:
+    """Tool calls waiting for approval and questions waiting for an answer, in the run."""
+    approvals: dict[str, dict[str, Any]] = {}
+    questions: dict[str, dict[str, Any]] = {}
+    if run is not None:
+        for kind, payload in (ConversationEvent.objects.filter(run=run, kind__in=_WAITING_KINDS)
+                              .order_by("seq").values_list("kind", "payload")):
+            if kind == "awaiting_approval":
+                approvals[payload["call_id"]] = payload
+            elif kind == "approval_decided":
+                approvals.pop(payload["call_id"], None)
+            elif kind == "awaiting_input":
+                questions[payload["question_id"]] = payload
+            else:
+                questions.pop(payload["question_id"], None)
+    return {"approvals": list(approvals.values()), "questions": list(questions.values())}
+
+
+def _todos(conversation_id: int) -> list[dict[str, str]]:
+    last = (ConversationEvent.objects.filter(conversation_id=conversation_id,
+                                             kind="todos_updated")
+            .order_by("-seq").values_list("payload", flat=True).first())
+    return last["todos"] if last else []

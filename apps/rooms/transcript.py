@@ -1,0 +1,71 @@
+"""Between the database rows and the engine's messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.engine.messages import Author
+from apps.engine.messages import Message as EngineMessage
+from apps.rooms.models import Message, MessageStatus
+
+__all__ = ["engine_message", "history_of", "message_fields", "message_json"]
+
+_ENGINE_STATUS = {MessageStatus.CANCELLED: "cancelled", MessageStatus.ERROR: "error"}
+
+
+def engine_message(row: Message) -> EngineMessage:
+    """The engine's form of a stored message (a person's message keeps its author)."""
+    author = None
+    if row.role == "user" and row.author_name:
+        author = Author(id=str(row.author_id or row.author_name), name=row.author_name)
+    return EngineMessage(
+        role=row.role,  # type: ignore[arg-type]
+        content=row.content,
+        author=author,
+        reasoning_content=row.reasoning_content,
+        provider=row.provider or None,  # type: ignore[arg-type]
+        model=row.model or None,
+        status=_ENGINE_STATUS.get(row.status, "complete"),  # type: ignore[arg-type]
+    )
+
+
+def history_of(conversation_id: int) -> list[EngineMessage]:
+    """The history the model sees: positioned, not compacted, in order."""
+    rows = (Message.objects.filter(conversation_id=conversation_id, position__isnull=False,
+                                   compacted=False).order_by("position"))
+    return [engine_message(row) for row in rows]
+
+
+def message_fields(message: EngineMessage) -> dict[str, Any]:
+    """Column values for storing an engine message."""
+    status = {"cancelled": MessageStatus.CANCELLED, "error": MessageStatus.ERROR}.get(
+        message.status, MessageStatus.COMPLETE)
+    return {
+        "role": message.role,
+        "content": [block.model_dump(mode="json", exclude_none=True)
+                    for block in message.content],
+        "reasoning_content": message.reasoning_content,
+        "provider": message.provider or "",
+        "model": message.model or "",
+        "status": status,
+    }
+
+
+def message_json(row: Message) -> dict[str, Any]:
+    """A stored message as clients see it (state frames, events, exports)."""
+    return {
+        "id": row.pk,
+        "role": row.role,
+        "author": ({"id": row.author_id, "name": row.author_name}
+                   if row.author_name else None),
+        "content": row.content,
+        "reasoning_content": row.reasoning_content,
+        "status": row.status,
+        "client_id": row.client_id,
+        "engine_id": row.engine_id or None,
+        "run_id": row.run_id,
+        "provider": row.provider or None,
+        "model": row.model or None,
+        "usage": row.usage,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+    }

@@ -1,0 +1,68 @@
+"""The run worker: a Channels consumer on the ``agent-runs`` channel (DESIGN 3.2).
+
+In the embedded default it runs inside the server process (``manage.py serve``); with Redis it
+runs in ``manage.py runworker agent-runs`` processes. A handler never blocks: ``run.start``
+claims the run and starts hosting it as a task, then returns. The worker joins each hosted
+run's group, so stop, decide and answer messages reach it wherever they were sent from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from channels.consumer import AsyncConsumer
+from channels.db import database_sync_to_async
+
+from apps.realtime.groups import run_group
+from apps.rooms.host import RunHost
+from apps.rooms.services.runs import run_claim
+from apps.rooms.sweeper import ensure_sweeper
+
+__all__ = ["RunWorkerConsumer"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunWorkerConsumer(AsyncConsumer):
+    """Hosts runs. Messages: ``run.start`` {run_id}; ``run.stop`` {run_id}; ``run.decide``
+    {run_id, tool_call_id, approved, by}; ``run.answer`` {run_id, question_id, text, by}."""
+
+    hosts: dict[int, RunHost]
+
+    async def run_start(self, message: dict[str, Any]) -> None:
+        ensure_sweeper()
+        run_id = int(message["run_id"])
+        if not await database_sync_to_async(run_claim)(run_id, self.channel_name):
+            return  # another worker has it, or it ended
+        if not hasattr(self, "hosts"):
+            self.hosts = {}
+        host = self.hosts[run_id] = RunHost(run_id)
+        await self.channel_layer.group_add(run_group(run_id), self.channel_name)
+        task = asyncio.create_task(self._host(host), name=f"run-host:{run_id}")
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    async def _host(self, host: RunHost) -> None:
+        try:
+            await host.host()
+        except Exception:  # host() ends the run itself; this is the last line of defence
+            logger.exception("run %s crashed its host", host.run_id)
+        finally:
+            self.hosts.pop(host.run_id, None)
+            await self.channel_layer.group_discard(run_group(host.run_id), self.channel_name)
+
+    def _host_of(self, message: dict[str, Any]) -> RunHost | None:
+        return getattr(self, "hosts", {}).get(int(message["run_id"]))
+
+    async def run_stop(self, message: dict[str, Any]) -> None:
+        if (host := self._host_of(message)) is not None:
+            host.stop()
+
+    async def run_decide(self, message: dict[str, Any]) -> None:
+        if (host := self._host_of(message)) is not None:
+            host.decide(message["tool_call_id"], bool(message["approved"]), message["by"])
+
+    async def run_answer(self, message: dict[str, Any]) -> None:
+        if (host := self._host_of(message)) is not None:
+            host.answer(message["question_id"], message["text"], message["by"])
