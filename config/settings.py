@@ -171,7 +171,13 @@ SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True
 
-EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# Mail (password resets, invitations): the console by default (Django 6.1's MAILERS setting).
+MAILERS = {
+    "default": {
+        "BACKEND": env_str("DJANGO_EMAIL_BACKEND",
+                           "django.core.mail.backends.console.EmailBackend"),
+    }
+}
 
 LOGGING = {
     "version": 1,

@@ -8,13 +8,13 @@ decisions and answers arrive from the worker consumer (the run's group) and are 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import transaction
 
 from apps.common.errors import ApplicationError
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
@@ -84,6 +84,7 @@ class RunHost:
         self.runner: AgentRunner | None = None
         self.approvals: RoomApprovals | None = None
         self.answers = RoomAnswers()
+        self.ended: RunEnded | None = None
         self._stop_requested = False
 
     def stop(self) -> None:
@@ -180,13 +181,14 @@ class RunHost:
             async for event in runner.events():
                 if isinstance(event, ErrorEvent):
                     error_kind, error_message = event.error_kind, event.message
+                if isinstance(event, RunEnded):
+                    self.ended = event  # stored with the run's end, in one transaction
+                    continue
                 await projector.handle(event)
         except Exception as exc:  # the projector failed (database down): end the run visibly
             logger.exception("run %s: projector failed", self.run_id)
             error_kind, error_message = "internal", f"{type(exc).__name__}: {exc}"
-            with contextlib.suppress(Exception):
-                await projector.handle(RunEnded(status="failed", error_kind="internal",
-                                                turns=runner.turns))
+            self.ended = RunEnded(status="failed", error_kind="internal", turns=runner.turns)
             return RunStatus.FAILED, error_kind, error_message
         finally:
             for task in background:
@@ -209,7 +211,16 @@ class RunHost:
 
     def _finish(self, setup: _Setup, status: RunStatus, error_kind: str,
                 error_message: str) -> None:
-        Conversation.objects.filter(pk=setup.conversation.pk).update(
-            compaction_failures=self._compaction.consecutive_failures,
-            memory_upto=self._memory.state.extracted_upto)
-        run_finish(self.run_id, status, error_kind=error_kind, error_message=error_message)
+        """The run's end: ``run_ended`` and the run's final status in one transaction, so a
+        client that sees the event finds the run over."""
+        ended = self.ended or RunEnded(status="failed", error_kind="internal")
+        payload = ended.model_dump(mode="json")
+        run = Run.objects.select_related("stopped_by").get(pk=self.run_id)
+        if run.stopped_by is not None:
+            payload["stopped_by"] = {"id": run.stopped_by_id, "name": run.stopped_by.shown_name}
+        with transaction.atomic():
+            Conversation.objects.filter(pk=setup.conversation.pk).update(
+                compaction_failures=self._compaction.consecutive_failures,
+                memory_upto=self._memory.state.extracted_upto)
+            event_append(setup.conversation.pk, "run_ended", payload, run_id=self.run_id)
+            run_finish(self.run_id, status, error_kind=error_kind, error_message=error_message)
