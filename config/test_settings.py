@@ -13,3 +13,9 @@ os.environ.setdefault("CONFAB_DATA_DIR", tempfile.mkdtemp(prefix="confab-test-")
 from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed, tests only
+
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+    # A file, not Django's shared-cache memory database: concurrent threads then wait for the
+    # write lock (as in production) instead of failing with "table is locked".
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(  # noqa: F405
+        os.environ["CONFAB_DATA_DIR"], "test.sqlite3")}

@@ -1,0 +1,147 @@
+"""Run and message services against the database: one active run per conversation, seq without
+gaps or repeats under concurrency, follow-up runs for waiting messages, and the sweeper."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import close_old_connections
+from django.test import override_settings
+from django.utils import timezone
+
+from apps.accounts.models import Membership, User
+from apps.common.errors import ApplicationError
+from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run, RunStatus
+from apps.rooms.services.events import event_append
+from apps.rooms.services.messages import message_post
+from apps.rooms.services.runs import run_finish, run_stop, runs_sweep
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def conversation(acme, alice) -> Conversation:
+    room = Room.objects.create(team=acme, name="General")
+    return Conversation.objects.create(room=room, title="t")
+
+
+def member(user: User, conversation: Conversation) -> Membership:
+    return Membership.objects.select_related("user", "team").get(
+        user=user, team_id=conversation.room.team_id)
+
+
+def in_threads(count: int, work) -> list[object]:
+    """Run ``work(i)`` in ``count`` threads released at once; their results or exceptions."""
+    barrier = threading.Barrier(count)
+    results: list[object] = [None] * count
+
+    def body(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = work(i)
+        except Exception as exc:
+            results[i] = exc
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_messages_sent_at_the_same_instant_start_one_run(alice, bob, conversation) -> None:
+    people = [member(alice, conversation), member(bob, conversation)] * 3
+    results = in_threads(6, lambda i: message_post(
+        conversation=conversation, membership=people[i], text=f"m{i}", client_id=f"c{i}"))
+    assert not [r for r in results if isinstance(r, Exception)]
+    assert Run.objects.filter(conversation=conversation).count() == 1
+    assert sorted(r.queued for r in results) == [False] + [True] * 5
+    assert Message.objects.filter(conversation=conversation, status="pending").count() == 5
+
+
+def test_seq_is_allocated_without_gaps_or_repeats(conversation) -> None:
+    in_threads(8, lambda i: [event_append(conversation.pk, "note", {"kind": "note", "i": i})
+                             for _ in range(10)])
+    seqs = list(ConversationEvent.objects.filter(conversation=conversation)
+                .values_list("seq", flat=True))
+    assert sorted(seqs) == list(range(1, 81))
+    conversation.refresh_from_db()
+    assert conversation.last_seq == 80
+
+
+def test_a_resend_returns_the_same_message(alice, conversation) -> None:
+    first = message_post(conversation=conversation, membership=member(alice, conversation),
+                         text="hello", client_id="same")
+    again = message_post(conversation=conversation, membership=member(alice, conversation),
+                         text="hello", client_id="same")
+    assert again.message.pk == first.message.pk and not again.created
+    assert ConversationEvent.objects.filter(kind="user_message").count() == 1
+
+
+def test_a_viewer_cannot_send_or_stop(carol, conversation) -> None:
+    viewer = member(carol, conversation)
+    with pytest.raises(ApplicationError) as refused:
+        message_post(conversation=conversation, membership=viewer, text="x", client_id="v")
+    assert refused.value.code == "forbidden"
+    with pytest.raises(ApplicationError):
+        run_stop(conversation=conversation, membership=viewer)
+    assert not Message.objects.exists()
+
+
+def test_messages_waiting_when_a_run_ends_start_the_next_run(alice, bob, conversation) -> None:
+    started = message_post(conversation=conversation, membership=member(alice, conversation),
+                           text="go", client_id="a")
+    message_post(conversation=conversation, membership=member(bob, conversation),
+                 text="and this", client_id="b")
+    first = Run.objects.get(conversation=conversation)
+    follow_up = run_finish(first.pk, RunStatus.COMPLETED)
+    assert started.queued is False and follow_up is not None
+    assert follow_up.status == RunStatus.QUEUED and follow_up.started_by_id == bob.pk
+    assert run_finish(follow_up.pk, RunStatus.COMPLETED) is not None  # bob's still waits
+    # (the next run's inbox takes it at its first step; until then it stays pending)
+
+
+def test_stopping_a_queued_run_ends_it_at_once(alice, bob, conversation) -> None:
+    message_post(conversation=conversation, membership=member(alice, conversation), text="go",
+                 client_id="a")
+    run = run_stop(conversation=conversation, membership=member(bob, conversation))
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED and run.stopped_by_id == bob.pk
+    assert ConversationEvent.objects.filter(kind="run_stopping").get().payload["by"]["id"] \
+        == bob.pk
+
+
+@override_settings(CONFAB={**__import__("django.conf").conf.settings.CONFAB,
+                           "STALE_AFTER_S": 30, "CLAIM_TIMEOUT_S": 20, "MAX_DISPATCHES": 2})
+def test_the_sweeper_interrupts_silent_runs_and_redispatches_unclaimed_ones(
+        alice, conversation, acme) -> None:
+    message_post(conversation=conversation, membership=member(alice, conversation), text="go",
+                 client_id="a")
+    run = Run.objects.get(conversation=conversation)
+    old = timezone.now() - timedelta(minutes=5)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, heartbeat_at=old)
+    Message.objects.create(conversation=conversation, run=run, role="assistant",
+                           status="streaming", content=[{"type": "text", "text": "half"}])
+    assert runs_sweep() == [run.pk]
+    run.refresh_from_db()
+    assert run.status == RunStatus.INTERRUPTED
+    kept = Message.objects.get(conversation=conversation, role="assistant")
+    assert kept.status == "error" and kept.content[0]["text"] == "half"  # nothing lost
+    ended = ConversationEvent.objects.filter(kind="run_ended").get()
+    assert ended.payload["status"] == "interrupted"
+
+    other = Conversation.objects.create(room=conversation.room, title="u")
+    queued = Run.objects.create(conversation=other, status=RunStatus.QUEUED, dispatches=1)
+    Run.objects.filter(pk=queued.pk).update(updated_at=old)
+    assert runs_sweep() == [queued.pk]
+    queued.refresh_from_db()
+    assert queued.status == RunStatus.QUEUED and queued.dispatches == 2
+    Run.objects.filter(pk=queued.pk).update(updated_at=old)
+    runs_sweep()
+    queued.refresh_from_db()
+    assert queued.status == RunStatus.FAILED and queued.error_kind == "unclaimed"
