@@ -12,6 +12,9 @@ SHARED = Path(os.environ.get("CONFAB_SHARED", ROOT.parent / "shared"))
 FIXTURES = SHARED / "fixtures" / "providers"
 CASES = SHARED / "cases" / "provider"
 
+# Real Redis and PostgreSQL (started on first use), Django subprocesses, the e2e process stack.
+pytest_plugins = ["tests.services.fixtures"]
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The fixture and case tests are parametrized from ../shared at collection time; without it

@@ -41,6 +41,14 @@ class Role(models.TextChoices):
         """Invite, change roles, settings, MCP servers, tool policy."""
         return self in (Role.OWNER, Role.ADMIN)
 
+    @property
+    def rank(self) -> int:
+        """Order of power: viewer 0 < member 1 < admin 2 < owner 3."""
+        return _RANK[self]
+
+
+_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
 
 class Team(TimeStampedModel):
     """The tenant: every room, conversation, wiki and MCP server belongs to one.

@@ -7,6 +7,8 @@ import os
 
 from apps.accounts.models import Team
 from apps.engine.providers import provider_class
+from apps.engine.providers.base import ModelInfo
+from apps.engine.providers.profiles import profile_for
 from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
 
 __all__ = ["OFFLINE_MODEL", "ensure_demo_models"]
@@ -33,9 +35,16 @@ def _provider(name: str, kind: str, profile: str, base_url: str, key: str) -> Pr
     return provider
 
 
-def _default_models(kind: str, provider: ProviderConfig) -> None:
-    """The adapter's built-in model list (a real list can be fetched in the admin)."""
-    for info in provider_class(kind).DEFAULT_MODELS[:3]:
+def _builtin_models(provider: ProviderConfig) -> tuple[ModelInfo, ...]:
+    """The adapter's built-in list (per profile for OpenAI-compatible providers)."""
+    if provider.kind == "openai":
+        return profile_for(provider.profile or None, provider.base_url).default_models
+    return provider_class(provider.kind).DEFAULT_MODELS
+
+
+def _default_models(provider: ProviderConfig) -> None:
+    """The built-in model list (a real list can be fetched in the admin)."""
+    for info in _builtin_models(provider)[:3]:
         ModelConfig.objects.get_or_create(provider=provider, model_id=info.id, defaults={
             "display_name": info.display_name or info.id,
             "context_window": info.context_window or 200_000,
@@ -54,6 +63,6 @@ def ensure_demo_models(team: Team, *, fakellm_url: str) -> ModelConfig:
         key = os.environ.get(env, "")
         if key:
             url = (os.environ.get(base_env) if base_env else None) or base_url
-            _default_models(kind, _provider(name, kind, profile, url, key))
+            _default_models(_provider(name, kind, profile, url, key))
     TeamAIConfig.objects.update_or_create(team=team, defaults={"default_model": offline})
     return offline

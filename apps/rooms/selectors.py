@@ -3,11 +3,11 @@ team's object answers exactly like a missing one (``not_found``, DESIGN 3.1)."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import not_found
-from apps.rooms.models import Conversation, Room
+from apps.rooms.models import Conversation, Message, Room, Run
 
 
 def rooms_for(user: User) -> QuerySet[Room]:
@@ -40,3 +40,33 @@ def conversation_for(user: User, conversation_id: int) -> tuple[Conversation, Me
     if membership is None:
         raise not_found("conversation")
     return conversation, membership
+
+
+def room_list(*, user: User, team_id: int | None = None,
+              archived: bool = False) -> QuerySet[Room]:
+    """The user's rooms by name (only archived ones with ``archived``), of one team if given."""
+    rooms = rooms_for(user).filter(archived=archived).select_related("team")
+    if team_id is not None:
+        rooms = rooms.filter(team_id=team_id)
+    return rooms.order_by("name", "id")
+
+
+def conversation_list(*, room: Room, archived: bool = False) -> QuerySet[Conversation]:
+    """The room's conversations, newest first (only archived ones with ``archived``)."""
+    return (Conversation.objects.filter(room=room, archived=archived)
+            .select_related("room", "created_by").order_by("-created_at", "-id"))
+
+
+def transcript_messages(conversation: Conversation) -> QuerySet[Message]:
+    """Every message of the transcript, compacted ones included, in history order; pending
+    messages (not yet in the history) last, in arrival order."""
+    return (Message.objects.filter(conversation=conversation)
+            .order_by(F("position").asc(nulls_last=True), "id"))
+
+
+def transcript_runs(conversation: Conversation) -> QuerySet[Run]:
+    """The conversation's runs, oldest first, with who started and stopped them and the tool
+    decisions taken during each."""
+    return (Run.objects.filter(conversation=conversation)
+            .select_related("started_by", "stopped_by")
+            .prefetch_related("decisions__decided_by").order_by("id"))

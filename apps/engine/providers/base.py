@@ -14,7 +14,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx2
@@ -49,7 +49,7 @@ class ProviderSettings:
 
     protocol: str
     base_url: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a log line
     profile: str | None = None
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 120.0

@@ -1,0 +1,97 @@
+"""Conversations: get, rename, archive, delete, and the transcript export as JSON or Markdown.
+
+Every conversation is looked up through the caller's teams: another team's conversation is
+``404`` exactly like a missing one. Writes need a role that can write (viewers get ``403``);
+deleting also needs to be its creator or a team owner/admin.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, StreamingHttpResponse
+from ninja import Router, Status
+
+from apps.api.markdown import transcript_markdown
+from apps.api.schemas import (
+    READ_ERRORS,
+    WRITE_ERRORS,
+    ConversationOut,
+    ConversationRenameIn,
+    ErrorOut,
+    TranscriptOut,
+)
+from apps.api.transcript import conversation_record, streamed, transcript_json
+from apps.rooms.models import Conversation
+from apps.rooms.selectors import conversation_for
+from apps.rooms.services.rooms import (
+    conversation_archive,
+    conversation_delete,
+    conversation_rename,
+)
+
+router = Router(tags=["conversations"])
+
+_MARKDOWN_RESPONSE = {
+    "responses": {
+        200: {"description": "The transcript as Markdown.",
+              "content": {"text/markdown": {"schema": {"type": "string"}}}},
+    },
+}
+
+
+def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    """The conversation, through the caller's teams."""
+    conversation, _membership = conversation_for(request.auth, conversation_id)
+    return conversation
+
+
+@router.get("/conversations/{conversation_id}",
+            response={200: ConversationOut, READ_ERRORS: ErrorOut})
+def get_conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    """One conversation; ``last_seq`` is where a socket's ``after_seq`` can start from."""
+    return _conversation(request, conversation_id)
+
+
+@router.patch("/conversations/{conversation_id}",
+              response={200: ConversationOut, WRITE_ERRORS: ErrorOut})
+def rename_conversation(request: HttpRequest, conversation_id: int,
+                        payload: ConversationRenameIn) -> Conversation:
+    """Give a conversation a new title."""
+    return conversation_rename(conversation=_conversation(request, conversation_id),
+                               title=payload.title, by=request.auth)
+
+
+@router.post("/conversations/{conversation_id}/archive",
+             response={200: ConversationOut, WRITE_ERRORS: ErrorOut})
+def archive_conversation(request: HttpRequest, conversation_id: int) -> Conversation:
+    """Archive a conversation: it leaves the default list; the transcript stays."""
+    return conversation_archive(conversation=_conversation(request, conversation_id),
+                                by=request.auth)
+
+
+@router.delete("/conversations/{conversation_id}",
+               response={204: None, WRITE_ERRORS: ErrorOut})
+def delete_conversation(request: HttpRequest, conversation_id: int) -> Status[None]:
+    """Delete a conversation, its transcript and its workspace (its creator or a team
+    owner/admin; ``409`` while a run is active)."""
+    conversation_delete(conversation=_conversation(request, conversation_id), by=request.auth)
+    return Status(204, None)
+
+
+@router.get("/conversations/{conversation_id}/export.json",
+            response={200: TranscriptOut, READ_ERRORS: ErrorOut})
+def export_json(request: HttpRequest, conversation_id: int) -> StreamingHttpResponse:
+    """The full transcript as JSON (format ``confab.transcript``, version 1), streamed."""
+    conversation = _conversation(request, conversation_id)
+    return streamed(transcript_json(conversation, conversation_record(conversation)),
+                    content_type="application/json",
+                    filename=f"conversation-{conversation.pk}.json")
+
+
+@router.get("/conversations/{conversation_id}/export.md",
+            response={200: None, READ_ERRORS: ErrorOut}, openapi_extra=_MARKDOWN_RESPONSE)
+def export_markdown(request: HttpRequest, conversation_id: int) -> StreamingHttpResponse:
+    """The transcript as readable Markdown, streamed."""
+    conversation = _conversation(request, conversation_id)
+    return streamed(transcript_markdown(conversation, conversation_record(conversation)),
+                    content_type="text/markdown; charset=utf-8",
+                    filename=f"conversation-{conversation.pk}.md")

@@ -1,0 +1,69 @@
+"""One error shape for the REST API: ``{"code", "message"}`` with the code's HTTP status.
+
+Services raise :class:`~apps.common.errors.ApplicationError`; django-ninja's own refusals
+(no credentials, a body that does not validate, an unknown route parameter) are mapped onto the
+same closed list of codes.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from apps.common.errors import ApplicationError, ErrorCode
+
+__all__ = ["install_error_handlers"]
+
+_CODE_OF_STATUS = {
+    401: ErrorCode.NOT_AUTHENTICATED,
+    403: ErrorCode.FORBIDDEN,
+    404: ErrorCode.NOT_FOUND,
+    409: ErrorCode.CONFLICT,
+    429: ErrorCode.RATE_LIMITED,
+    503: ErrorCode.UNAVAILABLE,
+}
+_MAX_DETAILS = 5
+
+
+def install_error_handlers(api: NinjaAPI) -> None:
+    """Make every refusal of ``api`` answer ``{"code", "message"}``."""
+
+    def respond(request: HttpRequest, error: ApplicationError) -> HttpResponse:
+        body = {"code": str(error.code), "message": error.message}
+        response = api.create_response(request, body, status=error.status)
+        if error.code == ErrorCode.NOT_AUTHENTICATED:
+            response["WWW-Authenticate"] = 'Bearer realm="confab"'
+        return response
+
+    @api.exception_handler(ApplicationError)
+    def application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
+        return respond(request, exc)
+
+    @api.exception_handler(AuthenticationError)
+    def not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+        return respond(request, ApplicationError(
+            ErrorCode.NOT_AUTHENTICATED,
+            "Sign in, or send a personal API token as 'Authorization: Bearer <token>'."))
+
+    @api.exception_handler(ValidationError)
+    def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        return respond(request, ApplicationError(ErrorCode.INVALID, validation_message(exc)))
+
+    @api.exception_handler(HttpError)
+    def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        code = _CODE_OF_STATUS.get(exc.status_code, ErrorCode.INVALID)
+        return respond(request, ApplicationError(code, str(exc)))
+
+    @api.exception_handler(Http404)
+    def missing(request: HttpRequest, exc: Http404) -> HttpResponse:
+        return respond(request, ApplicationError(ErrorCode.NOT_FOUND, "No such object."))
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first few validation errors as ``where: what`` lines joined by ``; ``."""
+    lines = []
+    for error in exc.errors[:_MAX_DETAILS]:
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        lines.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(lines) or "Invalid request."

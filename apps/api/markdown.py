@@ -1,0 +1,169 @@
+"""The transcript as readable Markdown (``GET /api/conversations/{id}/export.md``).
+
+Who said what and when; thinking in a collapsed, quoted ``<details>`` block; tool calls, tool
+results and provider-run tool blocks as fenced code; token usage under each answer; the runs at
+the end. Rendered one message at a time from the same records as the JSON export, so it streams
+in constant memory too. Opaque artefacts (thinking signatures, image data) are left to the JSON.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from apps.api.transcript import message_records, run_records
+from apps.rooms.models import Conversation
+
+__all__ = ["transcript_markdown"]
+
+_BACKTICKS = re.compile(r"`+")
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+_ROLE_TITLES = {"assistant": "Assistant", "tool": "Tool results", "system": "System"}
+_USAGE_LABELS = (
+    ("input_tokens", "in"),
+    ("output_tokens", "out"),
+    ("cached_input_tokens", "cached"),
+    ("cache_creation_input_tokens", "cache writes"),
+    ("reasoning_tokens", "reasoning"),
+)
+
+
+async def transcript_markdown(conversation: Conversation,
+                              header: dict[str, Any]) -> AsyncIterator[str]:
+    """The Markdown document, piece by piece; ``header`` is
+    :func:`apps.api.transcript.conversation_record` of ``conversation``."""
+    yield _heading(header)
+    async for message in message_records(conversation):
+        yield _message(message)
+    first = True
+    async for run in run_records(conversation):
+        if first:
+            yield "## Runs\n\n"
+            first = False
+        yield _run(run)
+
+
+def _escape(text: str) -> str:
+    """``text`` safe inside a Markdown line (names, titles)."""
+    return _INLINE_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span, whatever backticks it holds."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _fenced(text: str, info: str = "") -> str:
+    """``text`` as a fenced code block longer than any backtick run inside it."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _when(value: str | None) -> str:
+    if not value:
+        return ""
+    return datetime.fromisoformat(value).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _name(person: dict[str, Any] | None, default: str = "someone") -> str:
+    return _escape(person["name"]) if person else default
+
+
+def _heading(header: dict[str, Any]) -> str:
+    room, team = header["room"], header["team"]
+    return (f"# {_escape(header['title'])}\n\n"
+            f"Team {_escape(team['name'])} · room {_escape(room['name'])} · "
+            f"conversation {header['id']} · started by {_name(header['created_by'])} on "
+            f"{_when(header['created_at'])}\n\n---\n\n")
+
+
+def _message(message: dict[str, Any]) -> str:
+    parts = [_message_heading(message)]
+    if message["reasoning_content"]:
+        parts.append(_thinking(message["reasoning_content"]))
+    parts.extend(_block(block) for block in message["content"])
+    usage = _usage(message["usage"] or {})
+    if usage:
+        parts.append(usage)
+    return "\n\n".join(parts) + "\n\n"
+
+
+def _message_heading(message: dict[str, Any]) -> str:
+    role = message["role"]
+    if role == "user":
+        who = _name(message["author"])
+    else:
+        who = _ROLE_TITLES.get(role, _escape(role))
+        if message["model"]:
+            who += f" ({_escape(message['model'])})"
+    flags = [message["status"]] if message["status"] != "complete" else []
+    if message["compacted"]:
+        flags.append("compacted")
+    tail = "".join(f" · *{flag}*" for flag in flags)
+    return f"### {who} · {_when(message['created_at'])}{tail}"
+
+
+def _thinking(text: str, title: str = "Thinking") -> str:
+    quoted = "\n".join(f"> {html.escape(line, quote=False)}".rstrip()
+                       for line in text.splitlines() or [""])
+    return f"<details>\n<summary>{title}</summary>\n\n{quoted}\n\n</details>"
+
+
+def _block(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return block["text"]
+    if kind == "thinking":
+        return _thinking(block["thinking"])
+    if kind == "redacted_thinking":
+        return "*Thinking redacted by the provider.*"
+    if kind == "image":
+        return f"*[image: {_escape(block.get('media_type', ''))}]*"
+    if kind == "tool_use":
+        return (f"**Tool call** {_code(block['name'])} · {_code(block['id'])}\n\n"
+                + _fenced(_json(block.get("input", {})), "json"))
+    if kind == "tool_result":
+        return _tool_result(block)
+    if kind == "server_tool":
+        return "**Provider tool**\n\n" + _fenced(_json(block.get("raw", {})), "json")
+    return _fenced(_json(block), "json")
+
+
+def _tool_result(block: dict[str, Any]) -> str:
+    label = "**Tool error**" if block.get("is_error") else "**Tool result**"
+    name = f"{_code(block['name'])} · " if block.get("name") else ""
+    content = block.get("content", "")
+    if not isinstance(content, str):
+        content = "\n".join(item.get("text", "") if item.get("type") == "text"
+                            else f"[image: {item.get('media_type', '')}]" for item in content)
+    return f"{label} {name}{_code(block['tool_use_id'])}\n\n{_fenced(content)}"
+
+
+def _usage(usage: dict[str, Any]) -> str:
+    counts = [f"{usage[key]} {label}" for key, label in _USAGE_LABELS if usage.get(key)]
+    return f"*Tokens: {' · '.join(counts)}*" if counts else ""
+
+
+def _run(run: dict[str, Any]) -> str:
+    line = (f"- Run {run['id']}: {run['status']}, started by {_name(run['started_by'])} "
+            f"on {_when(run['created_at'])}")
+    if run["stopped_by"]:
+        line += f", stopped by {_name(run['stopped_by'])}"
+    if run["error_message"]:
+        line += f" — {_escape(run['error_message'])}"
+    decisions = "".join(
+        f"\n  - {_code(d['tool_name'])} {'approved' if d['approved'] else 'denied'} by "
+        f"{_name(d['decided_by'])}" for d in run["decisions"])
+    return f"{line}{decisions}\n"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)

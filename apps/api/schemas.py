@@ -1,0 +1,185 @@
+"""What the REST API reads and writes (DESIGN 3.5): request bodies, objects, errors, exports.
+
+Output schemas read model instances (``from_attributes``); the transcript export is streamed
+without passing through them, and its schema here documents it (a test holds the two together).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+
+from apps.engine.messages import ContentBlock
+from apps.rooms.models import Conversation
+from apps.rooms.services.rooms import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
+
+__all__ = [
+    "READ_ERRORS",
+    "WRITE_ERRORS",
+    "ConversationCreateIn",
+    "ConversationOut",
+    "ConversationRenameIn",
+    "ErrorOut",
+    "PersonRef",
+    "RoomCreateIn",
+    "RoomOut",
+    "RoomRenameIn",
+    "TranscriptOut",
+]
+
+
+class ErrorOut(Schema):
+    """Every refusal: ``code`` from a closed list (not_authenticated, not_found, forbidden,
+    conflict, invalid, rate_limited, unavailable) and a human ``message``."""
+
+    code: str
+    message: str
+
+
+READ_ERRORS = frozenset({400, 401, 404})
+"""Statuses a read can refuse with (as :class:`ErrorOut`)."""
+
+WRITE_ERRORS = frozenset({400, 401, 403, 404, 409})
+"""Statuses a write can refuse with (as :class:`ErrorOut`)."""
+
+
+class PersonRef(Schema):
+    """A person as others see them; ``id`` is null once their account is gone."""
+
+    id: int | None
+    name: str
+
+
+class TeamRef(Schema):
+    id: int
+    name: str
+
+
+class RoomRef(Schema):
+    id: int
+    name: str
+
+
+class RoomOut(Schema):
+    """A room of one of your teams."""
+
+    id: int
+    team: TeamRef
+    name: str
+    archived: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class RoomCreateIn(Schema):
+    team_id: int
+    name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
+
+
+class RoomRenameIn(Schema):
+    name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
+
+
+class ConversationOut(Schema):
+    """A conversation. ``last_seq``: the last event number, for a socket's ``after_seq``."""
+
+    id: int
+    room: RoomRef
+    team_id: int
+    title: str
+    archived: bool
+    created_by: PersonRef | None
+    last_seq: int
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_team_id(obj: Conversation) -> int:
+        return obj.room.team_id
+
+    @staticmethod
+    def resolve_created_by(obj: Conversation) -> dict[str, Any] | None:
+        user = obj.created_by
+        return {"id": user.pk, "name": user.shown_name} if user else None
+
+
+class ConversationCreateIn(Schema):
+    title: str = Field("New conversation", min_length=1, max_length=CONVERSATION_TITLE_MAX)
+
+
+class ConversationRenameIn(Schema):
+    title: str = Field(min_length=1, max_length=CONVERSATION_TITLE_MAX)
+
+
+# -- transcript export ---------------------------------------------------------------------------
+
+
+class ExportConversation(Schema):
+    id: int
+    title: str
+    archived: bool
+    room: RoomRef
+    team: TeamRef
+    created_by: PersonRef | None
+    last_seq: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExportMessage(Schema):
+    """One stored message, verbatim. ``content``: the engine's content blocks, thinking (with
+    its signature), tool calls and results included. ``position``: its place in the history the
+    model saw (null while pending); ``compacted``: replaced by a summary in that history."""
+
+    id: int
+    position: int | None
+    role: Literal["system", "user", "assistant", "tool"]
+    author: PersonRef | None
+    content: list[ContentBlock]
+    reasoning_content: str | None
+    status: Literal["pending", "streaming", "complete", "cancelled", "error"]
+    client_id: str | None
+    engine_id: str | None
+    run_id: int | None
+    provider: str | None
+    model: str | None
+    usage: dict[str, Any] | None = Field(description="Token counts (the engine's Usage).")
+    compacted: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExportDecision(Schema):
+    tool_call_id: str
+    tool_name: str
+    approved: bool
+    decided_by: PersonRef | None
+    decided_at: datetime
+
+
+class ExportRun(Schema):
+    id: int
+    status: str
+    model: str
+    started_by: PersonRef | None
+    stopped_by: PersonRef | None
+    error_kind: str
+    error_message: str
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    decisions: list[ExportDecision]
+
+
+class TranscriptOut(Schema):
+    """The full transcript of a conversation (``GET .../export.json``)."""
+
+    format: Literal["confab.transcript"]
+    version: Literal[1]
+    exported_at: datetime
+    conversation: ExportConversation
+    messages: list[ExportMessage]
+    runs: list[ExportRun]
+

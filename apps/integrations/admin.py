@@ -1,0 +1,148 @@
+"""Admin for site staff: providers (the API key write-only), models.
+
+The key is never rendered: the form has no field bound to ``api_key`` at all, only an empty
+password input that replaces the stored key when filled in, and a box to remove it; pages show
+whether a key is stored, never what it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from apps.common.errors import ApplicationError
+from apps.engine.messages import ReasoningParams
+from apps.integrations.builders import reasoning_params, validate_provider
+from apps.integrations.models import ModelConfig, ProviderConfig
+from apps.integrations.services import provider_fetch_models, provider_test_connection
+
+
+class ProviderConfigForm(forms.ModelForm):
+    new_api_key = forms.CharField(
+        label="API key", required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: stored encrypted and never shown again. Leave empty to keep the "
+                  "stored key.",
+    )
+    clear_api_key = forms.BooleanField(label="Remove the stored key", required=False)
+
+    class Meta:
+        model = ProviderConfig
+        fields = ("name", "kind", "profile", "base_url", "enabled")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "kind" in data:
+            try:
+                validate_provider(kind=data["kind"], profile=data.get("profile", ""))
+            except ApplicationError as exc:
+                raise forms.ValidationError(exc.message) from None
+        if data.get("new_api_key") and data.get("clear_api_key"):
+            raise forms.ValidationError("Either enter a new key or remove the stored one.")
+        return data
+
+    def save(self, commit: bool = True) -> ProviderConfig:
+        if self.cleaned_data.get("new_api_key"):
+            self.instance.api_key = self.cleaned_data["new_api_key"]
+        elif self.cleaned_data.get("clear_api_key"):
+            self.instance.api_key = ""
+        return super().save(commit)
+
+
+@admin.register(ProviderConfig)
+class ProviderConfigAdmin(admin.ModelAdmin):
+    form = ProviderConfigForm
+    list_display = ("name", "kind", "profile", "base_url", "enabled", "key_stored")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "base_url")
+    fieldsets = (
+        (None, {"fields": ("name", "kind", "profile", "base_url", "enabled")}),
+        ("API key", {"fields": ("key_stored", "new_api_key", "clear_api_key")}),
+    )
+    readonly_fields = ("key_stored",)
+    actions = ("test_connection", "fetch_models")
+
+    @admin.display(boolean=True, description="Key stored")
+    def key_stored(self, obj: ProviderConfig) -> bool:
+        return bool(obj.api_key)
+
+    @admin.action(description="Test connection")
+    def test_connection(self, request: HttpRequest, queryset: QuerySet[ProviderConfig]) -> None:
+        for config in queryset:
+            try:
+                report = provider_test_connection(config=config)
+            except ApplicationError as exc:
+                self.message_user(request, f"{config.name}: {exc.message}", messages.ERROR)
+                continue
+            level = messages.SUCCESS if report.ok else messages.ERROR
+            self.message_user(request, f"{config.name}: {report.message}", level)
+
+    @admin.action(description="Fetch models")
+    def fetch_models(self, request: HttpRequest, queryset: QuerySet[ProviderConfig]) -> None:
+        for config in queryset:
+            try:
+                report = provider_fetch_models(config=config)
+            except ApplicationError as exc:
+                self.message_user(request, f"{config.name}: {exc.message}", messages.ERROR)
+                continue
+            counts = f"{report.created} model(s) created, {report.updated} updated"
+            if report.failure is None:
+                self.message_user(request, f"{config.name}: {counts}.", messages.SUCCESS)
+            elif report.fallback:
+                self.message_user(
+                    request, f"{config.name}: {report.failure.message}; used the built-in "
+                    f"list of {report.fallback} model(s): {counts}.", messages.WARNING)
+            else:
+                self.message_user(request, f"{config.name}: {report.failure.message}; no "
+                                  "built-in list to fall back on.", messages.ERROR)
+
+
+class ModelConfigForm(forms.ModelForm):
+    class Meta:
+        model = ModelConfig
+        fields = ("provider", "model_id", "display_name", "context_window",
+                  "max_output_tokens", "extend_params", "default_reasoning", "enabled")
+
+    def clean_extend_params(self) -> list[str]:
+        """A list of ReasoningParams field names: the controls the UI shows."""
+        value = self.cleaned_data["extend_params"]
+        known = set(ReasoningParams.model_fields)
+        if not isinstance(value, list) or not all(isinstance(v, str) and v in known
+                                                  for v in value):
+            raise forms.ValidationError(
+                f"A list of reasoning controls, among: {', '.join(sorted(known))}.")
+        return value
+
+    def clean_default_reasoning(self) -> dict[str, Any]:
+        """A ReasoningParams object (``{}`` for none)."""
+        value = self.cleaned_data["default_reasoning"]
+        if not isinstance(value, dict):
+            raise forms.ValidationError("An object of ReasoningParams fields, or {}.")
+        try:
+            reasoning_params(value)
+        except ApplicationError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return value
+
+
+@admin.register(ModelConfig)
+class ModelConfigAdmin(admin.ModelAdmin):
+    form = ModelConfigForm
+    list_display = ("model_id", "display_name", "provider", "context_window",
+                    "max_output_tokens", "enabled")
+    list_filter = ("provider", "enabled")
+    search_fields = ("model_id", "display_name")
+    list_select_related = ("provider",)
+    actions = ("enable", "disable")
+
+    @admin.action(description="Enable the selected models")
+    def enable(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
+        self.message_user(request, f"{queryset.update(enabled=True)} model(s) enabled.")
+
+    @admin.action(description="Disable the selected models")
+    def disable(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
+        self.message_user(request, f"{queryset.update(enabled=False)} model(s) disabled.")

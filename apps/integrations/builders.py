@@ -1,0 +1,143 @@
+"""Rows to engine objects: provider settings, the shared provider pool, a team's model and the
+settings of a run.
+
+The pool keeps ONE engine provider per :class:`ProviderSettings` (so one ``httpx2`` connection
+pool per endpoint and key, shared by every run of the process), each wrapped in
+``RetryingProvider``. A changed configuration (new key, new URL) is a different
+``ProviderSettings`` and gets its own provider; the old one's idle connections close by
+themselves after httpx's keep-alive expiry, and :meth:`ProviderPool.aclose_all` closes the rest
+at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from typing import Any
+
+from pydantic import ValidationError
+
+from apps.accounts.models import Team
+from apps.common.errors import ApplicationError, ErrorCode
+from apps.engine.messages import ReasoningParams
+from apps.engine.providers import PROTOCOLS, provider_class
+from apps.engine.providers.base import ProviderSettings
+from apps.engine.providers.profiles import PROFILES
+from apps.engine.providers.retry import RetryingProvider
+from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
+
+__all__ = [
+    "ProviderPool",
+    "model_for_team",
+    "provider_for",
+    "provider_pool",
+    "provider_settings",
+    "reasoning_params",
+    "run_settings",
+    "validate_provider",
+]
+
+
+def validate_provider(*, kind: str, profile: str) -> None:
+    """Refuse (``invalid``) a kind the engine has no adapter for, or a profile that is not an
+    OpenAI-compatible profile of the engine (profiles exist only for ``openai``)."""
+    if kind not in PROTOCOLS:
+        raise ApplicationError(ErrorCode.INVALID, f"Unknown provider kind {kind!r}.")
+    if profile and kind != "openai":
+        raise ApplicationError(ErrorCode.INVALID,
+                               "A profile applies only to OpenAI-compatible providers.")
+    if profile and profile not in PROFILES:
+        raise ApplicationError(ErrorCode.INVALID, f"Unknown profile {profile!r}; expected one "
+                               f"of {', '.join(sorted(PROFILES))} (or blank: from the URL).")
+
+
+def provider_settings(config: ProviderConfig) -> ProviderSettings:
+    """The engine's settings for ``config`` (the key decrypted); ``invalid`` as
+    :func:`validate_provider` says."""
+    validate_provider(kind=config.kind, profile=config.profile)
+    return ProviderSettings(protocol=config.kind, base_url=config.base_url,
+                            api_key=config.api_key or None, profile=config.profile or None)
+
+
+class ProviderPool:
+    """One ``RetryingProvider`` per ProviderSettings and event loop.
+
+    An httpx client belongs to the event loop its connections were opened in, so providers are
+    kept per loop; a server process has one loop, so in practice one provider per settings.
+    Thread-safe; :meth:`get` must be called inside a running loop.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[ProviderSettings, RetryingProvider]
+        ] = weakref.WeakKeyDictionary()
+
+    def get(self, settings: ProviderSettings) -> RetryingProvider:
+        """The shared provider for ``settings``, made on first use."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            providers = self._by_loop.setdefault(loop, {})
+            provider = providers.get(settings)
+            if provider is None:
+                provider = RetryingProvider(provider_class(settings.protocol)(settings))
+                providers[settings] = provider
+            return provider
+
+    async def aclose_all(self) -> None:
+        """Close and forget every provider of the running loop (at shutdown)."""
+        with self._lock:
+            providers = self._by_loop.pop(asyncio.get_running_loop(), {})
+        for provider in providers.values():
+            await provider.aclose()
+
+
+provider_pool = ProviderPool()
+"""The process-wide pool."""
+
+
+def provider_for(config: ProviderConfig) -> RetryingProvider:
+    """The pooled provider for ``config`` (call inside the event loop that will use it)."""
+    return provider_pool.get(provider_settings(config))
+
+
+def model_for_team(team: Team) -> ModelConfig | None:
+    """The model a run of ``team`` uses: the team's choice while it (and its provider) is
+    enabled, else the first enabled model of an enabled provider, else None. The provider is
+    loaded with it (``select_related``)."""
+    usable = ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+    choice = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
+    chosen = usable.filter(pk__in=choice).select_related("provider").first()
+    return chosen or usable.select_related("provider").order_by("pk").first()
+
+
+def reasoning_params(data: Any) -> ReasoningParams | None:
+    """A ModelConfig's ``default_reasoning`` as ReasoningParams (None when empty);
+    ``invalid`` when it does not fit ReasoningParams."""
+    if not data:
+        return None
+    try:
+        return ReasoningParams.model_validate(data)
+    except ValidationError as exc:
+        raise ApplicationError(ErrorCode.INVALID,
+                               f"Invalid default reasoning: {_first_error(exc)}.") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "value"
+    return f"{where}: {error['msg']}"
+
+
+def run_settings(model: ModelConfig) -> dict[str, Any]:
+    """The model part of a run's ``RunConfig``: ``{"model": id, "context_window": tokens,
+    "max_tokens": tokens, "reasoning": ReasoningParams | None}`` (so
+    ``RunConfig(**run_settings(model), system=...)``). ``invalid`` for a stored
+    ``default_reasoning`` ReasoningParams refuses."""
+    return {
+        "model": model.model_id,
+        "context_window": model.context_window,
+        "max_tokens": model.max_output_tokens,
+        "reasoning": reasoning_params(model.default_reasoning),
+    }

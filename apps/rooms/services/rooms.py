@@ -1,0 +1,124 @@
+"""Rooms and conversations: create, rename, archive and delete (DESIGN 3.1, 3.2).
+
+Every writer must be a member of the object's team whose role can write: a viewer is refused
+with ``forbidden``; anyone outside the team gets ``not_found``, exactly like a missing object.
+Deleting a conversation is for whoever created it or a team owner/admin, never while a run is
+active; its workspace directory goes once the deletion has committed.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import transaction
+
+from apps.accounts.models import Membership, Team, User
+from apps.accounts.selectors import membership_of
+from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.rooms.models import ACTIVE_RUN_STATUSES, Conversation, Room, Run
+from apps.rooms.services.events import conversation_lock
+from apps.rooms.services.messages import require_writer
+from apps.rooms.workspaces import workspace_delete, workspace_path
+
+__all__ = [
+    "conversation_archive",
+    "conversation_create",
+    "conversation_delete",
+    "conversation_rename",
+    "room_archive",
+    "room_create",
+    "room_rename",
+]
+
+ROOM_NAME_MAX = Room._meta.get_field("name").max_length
+CONVERSATION_TITLE_MAX = Conversation._meta.get_field("title").max_length
+
+
+def _writer(by: User, team_id: int, what: str) -> Membership:
+    """The membership of a member of the team who can write; not_found or forbidden otherwise."""
+    membership = membership_of(by, team_id)
+    if membership is None:
+        raise not_found(what)
+    require_writer(membership)
+    return membership
+
+
+def _clean(value: str, *, field: str, max_length: int) -> str:
+    """``value`` stripped; ``invalid`` when it is empty or longer than ``max_length``."""
+    text = value.strip()
+    if not text:
+        raise ApplicationError(ErrorCode.INVALID, f"The {field} cannot be empty.")
+    if len(text) > max_length:
+        raise ApplicationError(ErrorCode.INVALID,
+                               f"The {field} is longer than {max_length} characters.")
+    return text
+
+
+def room_create(*, team: Team, name: str, by: User) -> Room:
+    """A new room in ``team``."""
+    _writer(by, team.pk, "team")
+    name = _clean(name, field="room name", max_length=ROOM_NAME_MAX)
+    return Room.objects.create(team=team, name=name, created_by=by)
+
+
+def room_rename(*, room: Room, name: str, by: User) -> Room:
+    """Give ``room`` a new name."""
+    _writer(by, room.team_id, "room")
+    room.name = _clean(name, field="room name", max_length=ROOM_NAME_MAX)
+    room.save(update_fields=["name", "updated_at"])
+    return room
+
+
+def room_archive(*, room: Room, by: User) -> Room:
+    """Archive ``room``: it leaves the default lists and takes no new conversations."""
+    _writer(by, room.team_id, "room")
+    room.archived = True
+    room.save(update_fields=["archived", "updated_at"])
+    return room
+
+
+def conversation_create(*, room: Room, title: str, by: User) -> Conversation:
+    """A new conversation in ``room`` (refused with ``conflict`` in an archived room)."""
+    _writer(by, room.team_id, "room")
+    title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
+    if room.archived:
+        raise ApplicationError(ErrorCode.CONFLICT, "The room is archived.")
+    return Conversation.objects.create(room=room, title=title, created_by=by)
+
+
+def conversation_rename(*, conversation: Conversation, title: str, by: User) -> Conversation:
+    """Give ``conversation`` a new title."""
+    _writer(by, conversation.room.team_id, "conversation")
+    conversation.title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
+    conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+def conversation_archive(*, conversation: Conversation, by: User) -> Conversation:
+    """Archive ``conversation``: it leaves the default lists; its transcript stays."""
+    _writer(by, conversation.room.team_id, "conversation")
+    conversation.archived = True
+    conversation.save(update_fields=["archived", "updated_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation, by: User) -> None:
+    """Delete ``conversation`` with its transcript, runs, events and workspace directory.
+
+    Only its creator or a team owner/admin may (``forbidden``); refused with ``conflict`` while a
+    run is active (its worker still writes the transcript and the workspace).
+    """
+    membership = _writer(by, conversation.room.team_id, "conversation")
+    if not (membership.role_enum.can_manage or conversation.created_by_id == by.pk):
+        raise ApplicationError(
+            ErrorCode.FORBIDDEN,
+            "Only whoever started the conversation or a team owner or admin can delete it.")
+    path = workspace_path(conversation)
+    with transaction.atomic():
+        conversation_lock(conversation.pk)  # no run can start between the check and the delete
+        if Run.objects.filter(conversation=conversation,
+                              status__in=ACTIVE_RUN_STATUSES).exists():
+            raise ApplicationError(ErrorCode.CONFLICT,
+                                   "A run is active: stop it before deleting the conversation.")
+        conversation.delete()
+    transaction.on_commit(partial(workspace_delete, path), robust=True)

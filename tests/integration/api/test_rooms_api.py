@@ -1,0 +1,125 @@
+"""Rooms and conversations over REST: pagination, filters, what each write does, and errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apps.rooms.models import Conversation, Room, Run, RunStatus
+
+pytestmark = pytest.mark.django_db
+
+
+def _json(client, method: str, path: str, body: dict | None = None):
+    data = b"" if body is None else json.dumps(body)
+    return client.generic(method, path, data=data, content_type="application/json")
+
+
+def test_rooms_are_paginated_by_name(token_client, alice, acme):
+    for name in ("delta", "alpha", "echo", "charlie", "bravo"):
+        Room.objects.create(team=acme, name=name)
+    client = token_client(alice)
+
+    first = client.get("/api/rooms", {"limit": 2}).json()
+    rest = client.get("/api/rooms", {"limit": 2, "offset": 2}).json()
+    last = client.get("/api/rooms", {"limit": 2, "offset": 4}).json()
+
+    assert first["count"] == rest["count"] == last["count"] == 5
+    names = [room["name"] for page in (first, rest, last) for room in page["items"]]
+    assert names == ["alpha", "bravo", "charlie", "delta", "echo"]
+    assert first["items"][0]["team"] == {"id": acme.pk, "name": "Acme"}
+
+
+def test_a_page_larger_than_the_limit_is_refused(token_client, alice, acme):
+    response = token_client(alice).get("/api/rooms", {"limit": 201})
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid"
+    assert "limit" in response.json()["message"]
+
+
+def test_lists_show_only_your_teams_rooms(token_client, charlie, globex, room):
+    Room.objects.create(team=globex, name="Globex room")
+    page = token_client(charlie).get("/api/rooms").json()
+    assert [r["name"] for r in page["items"]] == ["Globex room"]
+    assert page["count"] == 1
+    other = token_client(charlie).get("/api/rooms", {"team_id": room.team_id}).json()
+    assert other == {"items": [], "count": 0}
+
+
+def test_archived_rooms_and_conversations_leave_the_default_lists(token_client, bob, room,
+                                                                   conversation):
+    client = token_client(bob)
+    assert client.post(f"/api/conversations/{conversation.pk}/archive").json()["archived"]
+    assert client.post(f"/api/rooms/{room.pk}/archive").json()["archived"]
+
+    assert client.get("/api/rooms").json()["count"] == 0
+    assert [r["id"] for r in client.get("/api/rooms", {"archived": True}).json()["items"]] == [
+        room.pk]
+    conversations = f"/api/rooms/{room.pk}/conversations"
+    assert client.get(conversations).json()["count"] == 0
+    assert client.get(conversations, {"archived": True}).json()["items"][0]["id"] == (
+        conversation.pk)
+
+
+def test_conversations_are_listed_newest_first(token_client, alice, room, conversation):
+    client = token_client(alice)
+    created = _json(client, "POST", f"/api/rooms/{room.pk}/conversations", {"title": "Later"})
+    assert created.status_code == 201
+    body = created.json()
+    assert body["created_by"] == {"id": alice.pk, "name": "Alice"}
+    assert (body["room"], body["team_id"], body["last_seq"]) == (
+        {"id": room.pk, "name": "General"}, room.team_id, 0)
+
+    page = client.get(f"/api/rooms/{room.pk}/conversations", {"limit": 1}).json()
+    assert page["count"] == 2
+    assert [c["title"] for c in page["items"]] == ["Later"]
+
+
+def test_renames_are_stored_and_blank_names_refused(token_client, bob, room, conversation):
+    client = token_client(bob)
+    assert _json(client, "PATCH", f"/api/rooms/{room.pk}", {"name": " Ops "}).json()[
+        "name"] == "Ops"
+    assert _json(client, "PATCH", f"/api/conversations/{conversation.pk}",
+                 {"title": "Roadmap"}).json()["title"] == "Roadmap"
+    room.refresh_from_db()
+    conversation.refresh_from_db()
+    assert (room.name, conversation.title) == ("Ops", "Roadmap")
+
+    for body in ({"name": ""}, {"name": "   "}, {"name": "x" * 101}, {}):
+        response = _json(client, "PATCH", f"/api/rooms/{room.pk}", body)
+        assert (response.status_code, response.json()["code"]) == (400, "invalid"), body
+
+
+def test_no_conversation_starts_in_an_archived_room(token_client, bob, room):
+    client = token_client(bob)
+    client.post(f"/api/rooms/{room.pk}/archive")
+    response = _json(client, "POST", f"/api/rooms/{room.pk}/conversations", {"title": "x"})
+    assert (response.status_code, response.json()["code"]) == (409, "conflict")
+
+
+def test_creator_and_managers_may_delete_a_conversation(token_client, alice, bob, room):
+    mine = Conversation.objects.create(room=room, title="Bob's", created_by=bob)
+    hers = Conversation.objects.create(room=room, title="Alice's", created_by=alice)
+    assert token_client(bob).delete(f"/api/conversations/{mine.pk}").status_code == 204
+    assert token_client(bob).delete(f"/api/conversations/{hers.pk}").status_code == 403
+    assert token_client(alice).delete(f"/api/conversations/{hers.pk}").status_code == 204
+    assert not Conversation.objects.exists()
+
+
+def test_a_conversation_with_an_active_run_is_not_deleted(token_client, alice, conversation):
+    Run.objects.create(conversation=conversation, status=RunStatus.RUNNING, started_by=alice)
+    response = token_client(alice).delete(f"/api/conversations/{conversation.pk}")
+    assert (response.status_code, response.json()["code"]) == (409, "conflict")
+    assert Conversation.objects.filter(pk=conversation.pk).exists()
+
+
+def test_get_a_conversation(token_client, carol, conversation):
+    body = token_client(carol).get(f"/api/conversations/{conversation.pk}").json()
+    assert (body["id"], body["title"], body["archived"]) == (conversation.pk, "Plans", False)
+
+
+def test_a_body_that_is_not_json_is_invalid(token_client, bob, room):
+    response = token_client(bob).generic("PATCH", f"/api/rooms/{room.pk}", data=b"{nope",
+                                         content_type="application/json")
+    assert (response.status_code, response.json()["code"]) == (400, "invalid")
