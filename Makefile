@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test bench lint-imports venv system-deps clean
+.PHONY: demo test bench lint-imports venv system-deps clean
 
 venv: $(STAMP)
 
@@ -35,6 +35,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
+
+## The server with a demo team, on 127.0.0.1 (SQLite, in-memory layer, the offline model).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+FAKELLM_PORT ?= 8001
+demo: $(STAMP)
+	$(PY) manage.py migrate --no-input -v0
+	CONFAB_FAKELLM_URL=http://$(HOST):$(FAKELLM_PORT) $(PY) manage.py demo
+	@echo "Open http://$(HOST):$(PORT)/ (admin: http://$(HOST):$(PORT)/admin/)"
+	CONFAB_FAKELLM_URL=http://$(HOST):$(FAKELLM_PORT) $(PY) manage.py serve --host $(HOST) \
+		--port $(PORT) --fakellm-port $(FAKELLM_PORT)
 
 ## Run the whole test suite (unit, integration, consumers, e2e) and the import contracts.
 test: $(STAMP) system-deps
