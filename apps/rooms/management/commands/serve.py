@@ -10,10 +10,14 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from typing import Any
 
+import httpx2
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+FAKELLM_START_S = 30.0
 
 
 class Command(BaseCommand):
@@ -42,11 +46,23 @@ class Command(BaseCommand):
                     fakellm.kill()
 
     def _start_fakellm(self, options: dict[str, Any]) -> subprocess.Popen[bytes] | None:
+        """Start the offline model and wait until it answers, so that once /healthz answers
+        everything is ready."""
         if not options["fakellm_port"]:
             return None
-        return subprocess.Popen([sys.executable, "-m", "apps.engine.fakellm", "--host",
-                                 options["host"], "--port", str(options["fakellm_port"]),
-                                 "--rate", str(options["fakellm_rate"])])
+        process = subprocess.Popen([sys.executable, "-m", "apps.engine.fakellm", "--host",
+                                    options["host"], "--port", str(options["fakellm_port"]),
+                                    "--rate", str(options["fakellm_rate"])])
+        health = f"http://{options['host']}:{options['fakellm_port']}/health"
+        deadline = time.monotonic() + FAKELLM_START_S
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if httpx2.get(health, timeout=1).status_code == 200:
+                    return process
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        process.kill()
+        raise CommandError(f"the offline model server did not start on {health}")
 
     def _serve(self, options: dict[str, Any]) -> None:
         from daphne.server import Server  # installs Twisted's asyncio reactor
