@@ -3,13 +3,16 @@
 Usage::
 
     python -m apps.engine run --provider anthropic|openai|gemini --base-url URL --model NAME \\
-        [--api-key-env VAR] [--workspace DIR] [--jsonl] [--rate-limit-retries] "prompt"
+        [--api-key-env VAR] [--workspace DIR] [--jsonl] [--context-window N] "prompt"
 
 One agent run with the built-in tools, printed as readable text (or the runtime events as JSON
 lines with ``--jsonl``). With the fakellm server (``python -m apps.engine.fakellm``) it is a
 full offline run. AskUser questions are answered on standard input; there is no approval step
-(the person at the terminal runs it on their own machine). Exit code 0 when the run completed,
-1 when it failed, 2 on bad arguments, 130 when interrupted.
+(the person at the terminal runs it on their own machine), and a warning says so when Bash
+cannot be sandboxed. Ctrl-C stops the run cleanly (its last events are still printed); a second
+Ctrl-C quits at once. The history is compacted when it nears ``--context-window`` tokens, and
+after a "prompt too long" answer. Exit code 0 when the run completed, 1 when it failed, 2 on
+bad arguments, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import tempfile
 import uuid
 from pathlib import Path
 
+from apps.engine.compaction.auto_compact import Compactor
 from apps.engine.events import RuntimeEvent
 from apps.engine.messages import Message
 from apps.engine.ports import UserAnswer
@@ -30,6 +35,7 @@ from apps.engine.providers.base import ProviderSettings
 from apps.engine.providers.retry import RetryingProvider
 from apps.engine.runtime.runner import AgentRunner, RunConfig
 from apps.engine.tools.defaults import default_tools
+from apps.engine.tools.sandbox import sandbox_status
 from apps.engine.transcript_view import TextView
 
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
@@ -61,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="directory the tools work in (default: a new temporary one)")
     run.add_argument("--jsonl", action="store_true", help="print runtime events as JSON lines")
     run.add_argument("--max-iterations", type=int, default=50)
+    run.add_argument("--context-window", type=int, default=200_000,
+                     help="the model's context window in tokens (for compaction)")
     run.add_argument("prompt")
     return parser
 
@@ -71,19 +79,42 @@ async def _run(args: argparse.Namespace) -> int:
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="confab-run-"))
     workspace.mkdir(parents=True, exist_ok=True)
     view = TextView(sys.stdout, sys.stderr)
+    await _warn_if_unsandboxed()
     async with provider_class(args.provider)(settings) as adapter:
+        provider = RetryingProvider(adapter)
         runner = AgentRunner(
-            RetryingProvider(adapter), default_tools(),
-            RunConfig(model=args.model, max_iterations=args.max_iterations),
+            provider, default_tools(),
+            RunConfig(model=args.model, max_iterations=args.max_iterations,
+                      context_window=args.context_window),
             [Message(role="user", content=args.prompt)], run_id=uuid.uuid4().hex,
-            workspace=workspace.resolve(), inputs=StdinAnswers())
-        try:
-            async for event in runner.events():
-                _show(event, args.jsonl, view)
-        except asyncio.CancelledError:  # Ctrl-C: asyncio.run cancels us
-            runner.cancel()
-            raise
+            workspace=workspace.resolve(), inputs=StdinAnswers(),
+            compactor=Compactor(provider, args.model, context_window=args.context_window,
+                                max_output=None))
+        _stop_on_interrupt(runner)
+        async for event in runner.events():
+            _show(event, args.jsonl, view)
     return EXIT[runner.status or "failed"]
+
+
+def _stop_on_interrupt(runner: AgentRunner) -> None:
+    """First Ctrl-C: stop the run cleanly (its closing events still print); second: quit."""
+    stopping = False
+
+    def interrupted() -> None:
+        nonlocal stopping
+        if stopping:
+            raise KeyboardInterrupt
+        stopping = True
+        runner.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupted)
+
+
+async def _warn_if_unsandboxed() -> None:
+    active, reason = await asyncio.to_thread(sandbox_status, "auto")
+    if not active:
+        print(f"warning: Bash commands run on this machine unconfined ({reason}).",
+              file=sys.stderr)
 
 
 def _show(event: RuntimeEvent, jsonl: bool, view: TextView) -> None:

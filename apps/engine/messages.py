@@ -179,7 +179,8 @@ class ToolDefinition(_Model):
 class ToolCall(_Model):
     """A complete client tool call as streamed: ``id`` (minted if ``provider_id`` is None),
     ``name``, ``arguments`` (an object), ``thought_signature`` (Gemini), ``index`` (stream
-    order)."""
+    order). ``arguments_error`` says why the arguments text could not be read (cut off at the
+    output limit, not JSON): the call is not run and the model is told, so it can retry."""
 
     id: str
     name: str
@@ -187,6 +188,7 @@ class ToolCall(_Model):
     provider_id: str | None = None
     thought_signature: str | None = None
     index: int = 0
+    arguments_error: str | None = None  # the model's arguments were not a JSON object
 
 
 class ReasoningParams(_Model):

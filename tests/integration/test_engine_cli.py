@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -70,3 +71,23 @@ def test_bad_arguments_exit_two() -> None:
                            "--base-url", "x", "--model", "m", "hi"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+def test_ctrl_c_stops_the_run_cleanly_and_prints_its_end(tmp_path: Path) -> None:
+    long = json.dumps({"script": [{"text": " ".join(f"w{i}" for i in range(400))}]})
+    with fakellm_process(rate=50) as slow:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "apps.engine", "run", "--provider", "anthropic",
+             "--base-url", slow, "--model", "m", "--jsonl", "--workspace", str(tmp_path), long],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL)
+        assert process.stdout is not None
+        for line in process.stdout:  # wait until the stream has begun
+            if '"text_delta"' in line:
+                break
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=60)
+    assert process.returncode == 130
+    events = [RUNTIME_EVENT.validate_json(line) for line in rest.splitlines()]
+    assert events[-1].kind == "run_ended" and events[-1].status == "cancelled"
+    assert any(e.kind == "message_ended" and e.status == "cancelled" for e in events)

@@ -220,3 +220,12 @@ async def test_a_200_with_a_json_error_body_is_classified_not_streamed() -> None
             await collect(provider)
     assert raised.value.kind is ErrorKind.OVERLOADED
     assert raised.value.message == "upstream busy" and raised.value.status is None
+
+
+@pytest.mark.parametrize("base_url", ["not-a-url", "ftp://127.0.0.1:1", "http://[::1"])
+async def test_an_unusable_base_url_fails_at_once_and_is_not_retryable(base_url: str) -> None:
+    async with await provider_for(base_url) as provider:
+        with pytest.raises(ProviderError) as raised:
+            await collect(provider)
+    assert raised.value.kind is ErrorKind.INVALID_REQUEST and not raised.value.retryable
+    assert base_url in raised.value.message

@@ -11,6 +11,7 @@ failures mapped to ``network`` before the first byte and ``stream_interrupted`` 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -33,6 +34,7 @@ __all__ = [
     "ProviderSettings",
     "StreamTranslator",
     "new_tool_call_id",
+    "parse_tool_arguments",
 ]
 
 
@@ -178,6 +180,11 @@ class HttpProvider:
                         yield reasoning.observe(event)
                 for event in translator.finish():
                     yield reasoning.observe(event)
+        except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as exc:
+            raise ProviderError(  # a configuration mistake: retrying cannot help
+                ErrorKind.INVALID_REQUEST,
+                f"{self.protocol}: the base URL {self.settings.base_url!r} is not usable: {exc}",
+                provider=self.protocol) from exc
         except httpx2.TimeoutException as exc:
             kind = ErrorKind.STREAM_INTERRUPTED if started else ErrorKind.NETWORK
             raise ProviderError(
@@ -267,6 +274,24 @@ class _ReasoningClock:
         elif self._start is not None and self._elapsed is None:
             self._elapsed = (time.monotonic() - self._start) * 1000.0
         return event
+
+
+def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    """A streamed tool call's arguments text as ``(object, None)``; blank text is ``{}``
+    (zero-argument tools); anything that is not a JSON object is ``({}, why)`` — never run
+    with guessed arguments, but reported to the model as a failed call it can retry
+    (shared/cases/provider README, TOOLCALL-ARGS)."""
+    if not text.strip():
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return {}, f"the arguments are not valid JSON ({exc.msg}): {text[:300]!r}"
+    if value is None:
+        return {}, None
+    if not isinstance(value, dict):
+        return {}, f"the arguments are not a JSON object: {text[:300]!r}"
+    return value, None
 
 
 def new_tool_call_id() -> str:

@@ -13,6 +13,7 @@ HTTP status. Sources of the codes:
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -144,17 +145,12 @@ def parse_retry_after(headers: Mapping[str, str], body: Any = None, *, now: floa
     ``now``: Unix time for the HTTP-date form (defaults to the clock).
     """
     lower = {k.lower(): v for k, v in headers.items()}
-    if (ms := lower.get("retry-after-ms")) is not None:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
+    if (ms := _seconds(lower.get("retry-after-ms"))) is not None:
+        return ms / 1000.0
     if (value := lower.get("retry-after")) is not None:
         value = value.strip()
-        try:
-            return max(float(value), 0.0)
-        except ValueError:
-            pass
+        if (seconds := _seconds(value)) is not None:
+            return seconds
         try:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError):
@@ -162,6 +158,17 @@ def parse_retry_after(headers: Mapping[str, str], body: Any = None, *, now: floa
         if when is not None:
             return max(when.timestamp() - (time.time() if now is None else now), 0.0)
     return _retry_delay_from_body(body)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A finite, non-negative number of seconds, or None ("nan", "inf" and junk are ignored)."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return max(number, 0.0) if math.isfinite(number) else None
 
 
 def _retry_delay_from_body(body: Any) -> float | None:

@@ -44,7 +44,7 @@ from apps.engine.events import (
     ToolCallStart,
 )
 from apps.engine.messages import ToolCall, Usage
-from apps.engine.providers.base import new_tool_call_id
+from apps.engine.providers.base import new_tool_call_id, parse_tool_arguments
 from apps.engine.providers.classify import classify_error
 from apps.engine.providers.sse import SSEEvent
 
@@ -357,12 +357,14 @@ class ToolCallAccumulator:
         slot.ready = True
         if not slot.name:
             raise _stream_fault(f"tool call {slot.call_index} has no function name")
+        arguments, problem = _parse_arguments(slot)
         call = ToolCall(
             id=slot.provider_id or new_tool_call_id(),
             name=slot.name,
-            arguments=_parse_arguments(slot),
+            arguments=arguments,
             provider_id=slot.provider_id,
             index=slot.call_index,
+            arguments_error=problem,
         )
         self.calls.append(call)
         return [*self._start(slot), ToolCallReady(call=call)]
@@ -384,28 +386,13 @@ def _has_arguments(arguments: Any) -> bool:
     return bool(arguments) and not (isinstance(arguments, str) and not arguments.strip())
 
 
-def _parse_arguments(slot: _Slot) -> dict[str, Any]:
+def _parse_arguments(slot: _Slot) -> tuple[dict[str, Any], str | None]:
     text = "".join(slot.text)
     if slot.obj is not None:
         if text.strip():
-            raise _stream_fault(f"tool call {slot.name!r}: arguments came both as an object "
-                                "and as text")
-        return slot.obj
-    if not text.strip():
-        return {}  # zero-argument tools: "" or nothing at all (case 024)
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = _INVALID
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _stream_fault(f"tool call {slot.name!r}: arguments are not a JSON object: "
-                            f"{text[:200]!r}")
-    return value
-
-
-_INVALID = object()
+            return {}, "the arguments came both as an object and as text"
+        return slot.obj, None
+    return parse_tool_arguments(text)  # "" or nothing: a zero-argument tool (case 024)
 
 
 # -- errors and helpers -----------------------------------------------------------------------

@@ -6,8 +6,9 @@ text is a JSON object ``{"script": [step, ...]}``. Steps:
 - ``{"thinking": "..."}``: reasoning text;
 - ``{"text": "..."}``: answer text;
 - ``{"tool_call": {"name": "...", "arguments": {...}}}``: one client tool call;
-- ``{"error": {"status": 529, "in_stream": false}}``: fail this request with that HTTP status
-  (or, with ``in_stream: true``, inside a 200 stream); the retry plays the turn's remaining steps.
+- ``{"error": {"status": 529, "in_stream": false, "message": "...", "retry_after": 0}}``: fail
+  this request with that HTTP status (or, with ``in_stream: true``, inside a 200 stream), with
+  an optional message and ``Retry-After`` header; the retry plays the turn's remaining steps.
 
 Steps are cut into model turns after each run of consecutive ``tool_call`` steps (one run is one
 parallel batch). The k-th request after the script message plays turn k, k being the number of
@@ -18,7 +19,10 @@ steps, then its closing error (an HTTP error replaces the whole response; an in-
 follows the segment's streamed steps). So a retry plays the steps after the error that failed
 the previous attempt, even when the history changed in between (a compaction). A
 :class:`ScriptPlayer` counts the requests per (script text, turn) and forgets the count once the
-turn's last segment has played, so the same script sent again fails again.
+turn's last segment has played, so the same script sent again fails again. One consequence: a
+request that failed on an error step and was never retried leaves its count behind, so the same
+script sent again (in a new run) plays the segment after that error. Send a script with a new
+text (add a step) to see the error again.
 """
 
 from __future__ import annotations

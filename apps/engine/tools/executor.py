@@ -141,6 +141,10 @@ class StreamingToolExecutor:
             known = ", ".join(sorted(t.spec.name for t in self._registry)) or "none"
             return await self._finish(call, _error(call, f"Unknown tool {call.name!r}. "
                                                          f"Available tools: {known}."), 0.0)
+        if call.arguments_error is not None:
+            return await self._finish(call, _error(call, (
+                f"The call to {call.name} did not run: {call.arguments_error}. Send the call "
+                "again with its arguments as one complete JSON object.")), 0.0)
         problem = self._registry.validate(call.name, slot.arguments)
         if problem is not None:
             return await self._finish(call, _error(call, problem), 0.0)

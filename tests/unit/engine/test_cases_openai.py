@@ -338,9 +338,12 @@ def test_024_class_blank_text_and_objects_are_accepted(arguments: Any,
 
 
 @pytest.mark.parametrize("arguments", ['{"path": "/tmp/a', "{'a': 1}", '"just a string"'])
-def test_024_class_unparseable_text_is_an_error_not_an_empty_object(arguments: str) -> None:
-    result = run(tool_frames([fn("f", arguments, index=0, id="c")]))
-    assert result["error"] is not None and result["tool_calls"] == []
+def test_024_class_unparseable_text_is_reported_not_an_empty_object(arguments: str) -> None:
+    events, error = replay_events("openai", [tool_frames([fn("f", arguments, index=0,
+                                                             id="c")]).encode()])
+    assert error is None
+    [ready] = [e for e in events if isinstance(e, ToolCallReady)]
+    assert ready.call.arguments == {} and ready.call.arguments_error is not None
 
 
 # -- 027 CHUNK-SHAPE --------------------------------------------------------------------------

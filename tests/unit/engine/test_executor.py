@@ -301,3 +301,13 @@ async def test_a_large_result_is_stored_and_the_model_gets_a_preview(tmp_path: P
     assert stored.read_text().count("\n") == 20_000
     assert ".confab/results/call_big.txt" in result.text()
     assert len(result.text()) < 5_000 and "line 0" in result.text()
+
+
+async def test_a_call_whose_arguments_could_not_be_read_does_not_run() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events)
+    ex.add(ToolCall(id="c1", name="Safe", arguments={},
+                    arguments_error="the arguments are not valid JSON: '{\"id\": \"a'"))
+    [result] = await ex.results()
+    assert result.is_error and "did not run" in result.text() and "JSON" in result.text()
+    assert journal.log == []

@@ -298,11 +298,12 @@ def test_empty_arguments_are_an_empty_object(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ['{"path": "REA', "[1, 2]", "not json"])
-def test_arguments_that_are_not_a_json_object_are_an_error_not_an_empty_object(
+def test_arguments_that_are_not_a_json_object_are_reported_not_an_empty_object(
     text: str,
 ) -> None:
-    events, error = error_of(sse(tool_chunk(call(0, "a", "f", text)), FINISH))
-    assert error.kind is ErrorKind.SERVER and not ready_calls(events)
+    events = events_of(sse(tool_chunk(call(0, "a", "f", text)), FINISH))
+    [ready] = [e.call for e in events if isinstance(e, ToolCallReady)]
+    assert ready.arguments == {} and ready.arguments_error is not None
 
 
 def test_a_call_continued_after_it_was_complete_is_an_error() -> None:

@@ -178,3 +178,9 @@ async def test_list_models_and_protocol_pass_through() -> None:
     wrapped = retrying(AttemptsProvider(), Sleeps())
     assert wrapped.protocol == "anthropic"
     assert await wrapped.list_models() == [ModelInfo(id="m")]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e309", "soon"])
+def test_a_retry_after_that_is_not_a_finite_number_is_ignored(value: str) -> None:
+    error = classify_error(b"{}", provider="openai", status=429, headers={"retry-after": value})
+    assert error.retry_after_s is None and error.kind is ErrorKind.RATE_LIMITED

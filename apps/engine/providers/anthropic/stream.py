@@ -30,7 +30,7 @@ from apps.engine.events import (
     ToolCallStart,
 )
 from apps.engine.messages import ToolCall, Usage
-from apps.engine.providers.base import new_tool_call_id
+from apps.engine.providers.base import new_tool_call_id, parse_tool_arguments
 from apps.engine.providers.classify import classify_error
 from apps.engine.providers.sse import SSEEvent
 
@@ -183,7 +183,7 @@ class AnthropicTranslator:
                 return [ToolCallReady(call)]
         raw = dict(block.raw)
         if "input" in raw or block.json_parts:
-            raw["input"] = _block_input(block)
+            raw["input"] = _block_input(block)[0]
         return [ServerToolBlockEvent(raw)]
 
     def _message_delta(self, data: dict[str, Any]) -> list[ChatStreamEvent]:
@@ -208,12 +208,14 @@ class AnthropicTranslator:
     # -- helpers -----------------------------------------------------------------------------
     def _tool_call(self, block: _Block) -> ToolCall:
         provider_id = block.raw.get("id") or None
+        arguments, problem = _block_input(block)
         return ToolCall(
             id=provider_id or new_tool_call_id(),
             name=str(block.raw.get("name", "")),
-            arguments=_block_input(block),
+            arguments=arguments,
             provider_id=provider_id,
             index=block.index,
+            arguments_error=problem,
         )
 
     def _overlay_usage(self, usage: Any) -> None:
@@ -264,27 +266,15 @@ def _text_start(block: _Block) -> list[ChatStreamEvent]:
     return events
 
 
-def _block_input(block: _Block) -> dict[str, Any]:
+def _block_input(block: _Block) -> tuple[dict[str, Any], str | None]:
     """The block's input: the parsed ``input_json_delta`` text when there is any, else the
-    ``input`` object of content_block_start (shared/cases/provider 026, TOOLCALL-ARGS)."""
+    ``input`` object of content_block_start (shared/cases/provider 026, TOOLCALL-ARGS); with
+    the reason when the text is not a JSON object (``parse_tool_arguments``)."""
     text = "".join(block.json_parts)
     if not text.strip():
         start = block.raw.get("input")
-        return dict(start) if isinstance(start, dict) else {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        # Never run a tool with guessed arguments: the response is broken, ask again.
-        raise ProviderError(
-            ErrorKind.SERVER,
-            f"anthropic: the input of {block.raw.get('name') or block.type} is not a JSON "
-            f"object: {text[:200]!r}",
-            provider=PROTOCOL,
-            in_stream=True,
-        )
-    return value
+        return (dict(start) if isinstance(start, dict) else {}), None
+    return parse_tool_arguments(text)
 
 
 def _stream_error(payload: Any) -> ProviderError:

@@ -56,7 +56,7 @@ __all__ = [
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-MAX_OUTPUT_CHARS = 30_000
+MAX_OUTPUT_CHARS = 2_000_000  # kept in memory (head and tail); the executor stores what is long
 
 _KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
 _DRAIN_GRACE_S = 0.5  # for the pipe's end of file once the group is dead (an escaped holder)
@@ -312,9 +312,10 @@ class BashTool(BaseTool):
         return arguments
 
     def _output_cap(self, ctx: ToolContext) -> int:
-        """Output bytes kept: within the result limit, leaving room for the status lines, so
-        the cut here (head and tail) is the only one."""
-        return max(1_000, min(self._max_output, ctx.env.max_result_chars - 500))
+        """Output bytes kept in memory (head and tail). A result longer than the environment's
+        ``max_result_chars`` is stored in the workspace by the executor, so the model gets a
+        preview and a path it can Read — the full output, up to this cap."""
+        return self._max_output
 
     async def sandbox(self, setting: str) -> SandboxStatus:
         """The sandbox commands get under ``setting`` (probed once, in a thread)."""

@@ -1,24 +1,27 @@
 """Grep: search the contents of workspace files with a Python regular expression.
 
-Pure Python (``re``), not ripgrep, so results do not depend on what the host has installed. The
-search runs in a worker thread that stops when the call is cancelled. Files are visited in path
+Pure Python, not ripgrep, so results do not depend on what the host has installed. Patterns are
+compiled with the ``regex`` package (``re`` syntax) rather than ``re``: it matches without
+holding the GIL and takes a timeout, so a pattern that backtracks catastrophically on a long line
+ends with a clear error after :data:`SEARCH_BUDGET_S` seconds instead of stalling the whole
+server (``re`` cannot be interrupted). The search runs in a worker thread that stops when the
+call is cancelled. Files are visited in path
 order (the walk of :func:`~apps.engine.tools.workspace.walk_files`: no ``.git``/``.confab``, no
 links out); a file with a NUL byte in its first 8 KiB is treated as binary and skipped (the
 heuristic of grep and ripgrep); other bytes that are not UTF-8 read as U+FFFD. Output stops at
 :data:`MAX_RESULTS` lines, with a note.
-
-A known limit of ``re``: it holds the GIL while it matches, so a pattern with catastrophic
-backtracking on a long line can stall the process; the tool's timeout does not interrupt it.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, Literal
+
+import regex as re
 
 from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
@@ -38,6 +41,9 @@ MAX_RESULTS = 200
 
 MAX_LINE_CHARS = 300
 """A matching line is cut here in the output."""
+
+SEARCH_BUDGET_S = 20.0
+"""Matching time one Grep call may spend in all."""
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 
@@ -98,7 +104,7 @@ def grep_files(workspace: Path, pattern: str, path: str | None = None,
     """The text Grep returns (see the module docstring for the shapes); "No matches found ..."
     when nothing matches. Raises ToolError for an invalid regex, an empty glob, a missing path
     and anything outside the workspace."""
-    regex = _compile(pattern)
+    regex = _Budgeted(_compile(pattern), SEARCH_BUDGET_S)
     root = workspace_root(workspace)
     files = _candidates(workspace, root, path, glob, stop)
     lines = _report(workspace, files, regex, output_mode, stop)
@@ -110,7 +116,28 @@ def grep_files(workspace: Path, pattern: str, path: str | None = None,
     return "\n".join(lines)
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+class _Budgeted:
+    """A compiled pattern whose searches share one time budget (seconds)."""
+
+    def __init__(self, pattern: Any, budget_s: float) -> None:
+        self.pattern = pattern
+        self.deadline = time.monotonic() + budget_s
+        self.budget_s = budget_s
+
+    def search(self, text: str) -> Any:
+        left = self.deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return self.pattern.search(text, timeout=left, concurrent=True)
+        except TimeoutError:
+            raise ToolError(
+                f"The search took longer than {self.budget_s:g} s and was stopped: the pattern "
+                "probably backtracks heavily (e.g. nested repeats like (a+)+). Simplify it or "
+                "narrow the path or glob.") from None
+
+
+def _compile(pattern: str) -> Any:
     try:
         return re.compile(pattern)
     except re.error as e:
@@ -148,7 +175,7 @@ def _glob_filter(glob: str | None) -> Callable[[str], bool]:
     return lambda rel: matcher.match(rel.rpartition("/")[2]) is not None
 
 
-def _report(workspace: Path, files: Iterator[tuple[str, Path]], regex: re.Pattern[str],
+def _report(workspace: Path, files: Iterator[tuple[str, Path]], regex: _Budgeted,
             mode: OutputMode, stop: threading.Event | None) -> list[str]:
     """Output lines, at most one past :data:`MAX_RESULTS` (so the caller knows there are
     more); stops reading files as soon as it has them."""
@@ -175,7 +202,7 @@ def _file_lines(shown: str, hits: Iterator[tuple[int, str]], mode: OutputMode,
     return [shown] if next(hits, None) is not None else []
 
 
-def _matches(workspace: Path, real: Path, regex: re.Pattern[str],
+def _matches(workspace: Path, real: Path, regex: _Budgeted,
              stop: threading.Event | None) -> Generator[tuple[int, str]]:
     """``(line number, line)`` for each matching line of a text file; nothing for a binary
     file or one that cannot be opened (gone, unreadable, swapped for a link)."""

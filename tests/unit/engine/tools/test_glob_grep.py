@@ -200,9 +200,19 @@ async def test_grep_case_insensitive_inline_flag(run: Run, workspace: Path) -> N
 
 async def test_grep_invalid_regex_is_a_clear_error(run: Run, workspace: Path) -> None:
     _tree(workspace, CODE)
-    with pytest.raises(ToolError, match=r"Invalid regular expression 'main\(': missing \), "
-                                        r"unterminated subpattern .* Python `re` syntax"):
+    with pytest.raises(ToolError, match=r"Invalid regular expression 'main\(': missing \) "
+                                        r".* Python `re` syntax"):
         await run(GREP, pattern="main(")
+
+
+async def test_a_catastrophic_pattern_is_stopped_with_a_clear_error(
+        run: Run, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a+)+$ against a long run of a's and a "!" backtracks heavily; `re` would
+    # hold the process for minutes. The budget is shortened so the test stays quick.
+    monkeypatch.setattr("apps.engine.tools.builtin.grep.SEARCH_BUDGET_S", 0.3)
+    _tree(workspace, {"r.txt": "a" * 5000 + "!\n"})
+    with pytest.raises(ToolError, match=r"took longer than 0.3 s .* backtracks"):
+        await run(GREP, pattern="(a+)+$")
 
 
 async def test_grep_skips_binary_files_and_internals(run: Run, workspace: Path) -> None:
