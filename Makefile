@@ -8,9 +8,10 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-# Debian packages the tests use for real (never mocked): bubblewrap sandboxes the Bash tool.
-# Installed when missing and we may (root with apt-get); otherwise the sandbox tests say why.
-SYSTEM_PACKAGES := bubblewrap:bwrap
+# Debian packages the tests use for real (never mocked): bubblewrap sandboxes the Bash tool;
+# chromium is the browser the Playwright tests drive (Playwright's own download is not used).
+# Installed when missing and we may (root with apt-get); otherwise the tests that need them say why.
+SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium
 system-deps:
 	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
 		command -v "$${entry#*:}" >/dev/null 2>&1 || missing="$$missing $${entry%%:*}"; \

@@ -105,6 +105,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "apps.accounts.context_processors.teams",
             ],
         },
     },
@@ -135,6 +136,18 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds the login throttle's counters: shared by every process when Redis is there.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "confab",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 AUTH_USER_MODEL = "accounts.User"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -142,7 +155,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "login"
+# The one backend: Django's, with failed sign-ins counted per username and address
+# (apps/accounts/throttle.py); it covers every login form, the admin's included.
+AUTHENTICATION_BACKENDS = ["apps.accounts.throttle.ThrottledModelBackend"]
+LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
@@ -205,6 +221,13 @@ CONFAB = {
     "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),
     # Rate limit on messages a person sends (per minute).
     "MESSAGES_PER_MINUTE": env_int("CONFAB_MESSAGES_PER_MINUTE", 30),
+    # Sign-in throttle: failures allowed per username and address, per address alone, and
+    # the window (seconds) they are counted in; at the limit, sign-in waits for the window.
+    "LOGIN_FAILURES": env_int("CONFAB_LOGIN_FAILURES", 5),
+    "LOGIN_ADDRESS_FAILURES": env_int("CONFAB_LOGIN_ADDRESS_FAILURES", 50),
+    "LOGIN_WINDOW_S": env_int("CONFAB_LOGIN_WINDOW_S", 900),
     # The offline model server `manage.py serve` starts beside Daphne.
     "FAKELLM_URL": env_str("CONFAB_FAKELLM_URL", "http://127.0.0.1:8001"),
+    # Serve /static/ from the app (the embedded default); 0 when a proxy serves collectstatic.
+    "SERVE_STATIC": env_bool("CONFAB_SERVE_STATIC", True),
 }

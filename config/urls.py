@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
+from django.urls import include, path
 
+from apps.accounts.views.teams import home
 from apps.api.api import api
 
 
@@ -18,4 +19,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
+    path("", include("apps.rooms.urls")),
+    path("", home, name="home"),
+    path("", include("apps.accounts.urls")),
+    path("", include("apps.integrations.urls")),
 ]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
-from apps.accounts.models import Membership, Role, Team, User
+from apps.accounts.models import ApiToken, Invitation, Membership, Role, Team, User, hash_secret
 
 
 def membership_of(user: User, team_id: int) -> Membership | None:
@@ -32,3 +33,25 @@ def role_of(user: User, team_id: int) -> Role | None:
 def teams_of(user: User) -> QuerySet[Team]:
     """The teams the user belongs to."""
     return Team.objects.filter(memberships__user=user).order_by("name")
+
+
+def team_members(team: Team) -> QuerySet[Membership]:
+    """The team's memberships with their users, by name."""
+    return team.memberships.select_related("user").order_by("user__display_name",
+                                                              "user__username")
+
+
+def team_open_invitations(team: Team) -> QuerySet[Invitation]:
+    """The team's invitations still usable (not accepted, revoked or expired), newest first."""
+    return team.invitations.filter(accepted_at__isnull=True, revoked=False,
+                                   expires_at__gt=timezone.now()).order_by("-created_at")
+
+
+def invitation_by_token(raw: str) -> Invitation | None:
+    """The invitation whose link carries ``raw`` (any state; team loaded), or None."""
+    return Invitation.objects.select_related("team").filter(token_hash=hash_secret(raw)).first()
+
+
+def tokens_of(user: User) -> QuerySet[ApiToken]:
+    """The user's API tokens, newest first (revoked ones too)."""
+    return user.api_tokens.order_by("-created_at")

@@ -3,7 +3,7 @@ team's object answers exactly like a missing one (``not_found``, DESIGN 3.1)."""
 
 from __future__ import annotations
 
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import not_found
@@ -55,6 +55,26 @@ def conversation_list(*, room: Room, archived: bool = False) -> QuerySet[Convers
     """The room's conversations, newest first (only archived ones with ``archived``)."""
     return (Conversation.objects.filter(room=room, archived=archived)
             .select_related("room", "created_by").order_by("-created_at", "-id"))
+
+
+def room_overview(*, user: User, team_id: int, per_room: int = 10) -> list[Room]:
+    """The team's rooms by name, each with ``recent_conversations`` (its newest ``per_room``
+    conversations that are not archived) and ``conversation_count``. Empty when the user is not
+    in the team."""
+    recent = (Conversation.objects.filter(archived=False)
+              .order_by("-created_at", "-id")[:per_room])
+    rooms = (room_list(user=user, team_id=team_id)
+             .annotate(conversation_count=Count("conversations",
+                                                filter=Q(conversations__archived=False)))
+             .prefetch_related(Prefetch("conversations", queryset=recent,
+                                        to_attr="recent_conversations")))
+    return list(rooms)
+
+
+def last_run(conversation: Conversation) -> Run | None:
+    """The conversation's latest run (active or not), with who started and stopped it."""
+    return (Run.objects.filter(conversation=conversation)
+            .select_related("started_by", "stopped_by").order_by("-id").first())
 
 
 def transcript_messages(conversation: Conversation) -> QuerySet[Message]:

@@ -1,0 +1,340 @@
+// The DOM side of the room: redraws what the store marked dirty, at most once per animation
+// frame (a stream of tokens costs one layout per frame, not one per token). Every piece of
+// text from a person or a model goes in through textContent or the sanitizer in markdown.js.
+
+import { setMarkdown } from "./markdown.js";
+import { personName } from "./store.js";
+import { createCard, renderCard } from "./tools.js";
+
+const QUEUED_TEXT = "queued, joins at the next step";
+const LARGE_TEXT = 30000; // past this, Markdown is re-rendered at most every LARGE_TEXT_MS
+const LARGE_TEXT_MS = 250;
+const NEAR_BOTTOM_PX = 120;
+
+function element(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+function flag(article, className, text) {
+  // A small line under a message (queued, sending, failed, stopped): present only with text.
+  let el = article.querySelector(`:scope > .${className}`);
+  if (!text) {
+    if (el) el.remove();
+    return;
+  }
+  if (!el) {
+    el = element("p", `message-flag ${className}`);
+    article.append(el);
+  }
+  setText(el, text);
+}
+
+function isEmpty(msg) {
+  // A message with nothing to show (a reply stopped before its first word) is left out.
+  return !msg.text && !msg.thinking && !msg.calls.length && msg.status !== "streaming"
+    && !msg.sending && !msg.failed;
+}
+
+function fmt(n) {
+  return typeof n === "number" ? n.toLocaleString() : "–";
+}
+
+export class Renderer {
+  constructor(root, store) {
+    this.root = root;
+    this.store = store;
+    this.transcript = root.querySelector("#transcript");
+    this.articles = new WeakMap(); // message -> <article>
+    this.cards = new WeakMap(); // call -> .tool-card
+    this.rendered = new WeakMap(); // message -> {text, thinking, at}
+    this.scheduled = false;
+    this.typingTimer = null;
+  }
+
+  schedule() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    const run = () => this.frame();
+    // Hidden tabs get no animation frames: draw them at a slow pace instead.
+    if (document.hidden) setTimeout(run, 150);
+    else requestAnimationFrame(run);
+  }
+
+  frame() {
+    this.scheduled = false;
+    const store = this.store;
+    const dirty = store.takeDirty();
+    const stick = this.nearBottom();
+    if (dirty.role) this.renderRole();
+    for (const msg of dirty.messages) this.renderMessage(msg);
+    if (dirty.order || dirty.messages.size) this.renderOrder(); // cheap when nothing moved
+    if (dirty.run) this.renderRun();
+    if (dirty.presence) this.renderPresence();
+    if (dirty.typing) this.renderTyping();
+    if (dirty.usage) this.renderUsage();
+    if (dirty.notices) this.renderNotices();
+    if (dirty.todos) this.renderTodos();
+    if (store.ready) this.transcript.setAttribute("aria-busy", "false");
+    if (stick && (dirty.messages.size || dirty.order)) this.scrollToBottom();
+  }
+
+  nearBottom() {
+    const doc = document.scrollingElement || document.documentElement;
+    return doc.scrollHeight - doc.scrollTop - doc.clientHeight < NEAR_BOTTOM_PX;
+  }
+
+  scrollToBottom() {
+    const doc = document.scrollingElement || document.documentElement;
+    doc.scrollTop = doc.scrollHeight;
+  }
+
+  // -- messages -------------------------------------------------------------------------------
+  articleFor(msg) {
+    let article = this.articles.get(msg);
+    if (!article) {
+      article = element("article", "message");
+      const head = element("header", "message-head");
+      head.append(element("span", "author"));
+      article.append(head, element("div", "body"), element("div", "tools"));
+      this.articles.set(msg, article);
+    }
+    return article;
+  }
+
+  renderMessage(msg) {
+    const article = this.articleFor(msg);
+    if (article.dataset.messageId !== msg.key) article.dataset.messageId = msg.key;
+    article.dataset.role = msg.role;
+    article.dataset.status = msg.status;
+    article.classList.toggle("streaming", msg.status === "streaming");
+    article.classList.toggle("summary", msg.summary);
+    article.classList.toggle("mine", !!(msg.author && this.store.you
+                                       && String(msg.author.id) === String(this.store.you.id)));
+    const author = msg.summary ? "Summary of the earlier conversation"
+      : msg.role === "assistant" ? "Agent"
+        : msg.role === "tool" ? "Tools" : personName(msg.author);
+    setText(article.querySelector(".author"), author);
+    if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
+    this.renderCalls(msg, article);
+    const empty = isEmpty(msg);
+    flag(article, "queued", msg.queued && !msg.sending ? QUEUED_TEXT : "");
+    flag(article, "sending", msg.sending ? "sending…" : "");
+    flag(article, "failed", msg.failed ? `not sent: ${msg.failed}` : "");
+    flag(article, "stopped", msg.status === "cancelled" && !empty ? "stopped" : "");
+    flag(article, "interrupted", msg.status === "error" && !empty ? "interrupted" : "");
+  }
+
+  renderText(msg, article) {
+    const seen = this.rendered.get(msg) || { text: null, thinking: null, at: 0 };
+    const now = performance.now();
+    if (msg.status === "streaming" && msg.text.length > LARGE_TEXT && now - seen.at < LARGE_TEXT_MS
+        && seen.text !== null) {
+      this.schedule();
+      return false;
+    }
+    if (seen.thinking !== msg.thinking) this.renderThinking(msg, article);
+    if (seen.text !== msg.text) setMarkdown(article.querySelector(".body"), msg.text);
+    this.rendered.set(msg, { text: msg.text, thinking: msg.thinking, at: now });
+    return true;
+  }
+
+  renderThinking(msg, article) {
+    let details = article.querySelector(":scope > details.thinking");
+    if (!msg.thinking) {
+      if (details) details.remove();
+      return;
+    }
+    if (!details) {
+      details = element("details", "thinking");
+      details.append(element("summary", null, "Thinking"), element("div", "thinking-body"));
+      article.querySelector(".body").before(details);
+    }
+    setMarkdown(details.querySelector(".thinking-body"), msg.thinking);
+  }
+
+  renderCalls(msg, article) {
+    const box = article.querySelector(".tools");
+    msg.calls.forEach((call, i) => {
+      let card = this.cards.get(call);
+      if (!card) {
+        card = createCard();
+        this.cards.set(call, card);
+      }
+      renderCard(card, call, this.store.canWrite);
+      if (box.children[i] !== card) box.insertBefore(card, box.children[i] || null);
+    });
+    while (box.children.length > msg.calls.length) box.lastElementChild.remove();
+  }
+
+  renderOrder() {
+    const wanted = [...this.store.placed, ...this.store.pending].filter((m) => !isEmpty(m));
+    const placeholder = this.transcript.querySelector(".transcript-empty");
+    if (placeholder && this.store.ready) {
+      if (wanted.length) placeholder.remove();
+      else setText(placeholder, "No messages yet. Say hello to start the conversation.");
+    }
+    let cursor = this.transcript.firstElementChild;
+    if (cursor && cursor.classList.contains("transcript-empty")) cursor = cursor.nextElementSibling;
+    for (const msg of wanted) {
+      const article = this.articleFor(msg);
+      if (!article.dataset.messageId) this.renderMessage(msg);
+      if (article === cursor) cursor = cursor.nextElementSibling;
+      else this.transcript.insertBefore(article, cursor);
+    }
+    while (cursor) {
+      const next = cursor.nextElementSibling;
+      cursor.remove();
+      cursor = next;
+    }
+  }
+
+  // -- run, people, usage, notices ---------------------------------------------------------------
+  runText() {
+    const run = this.store.run;
+    if (run) {
+      const by = run.started_by ? ` — started by ${personName(run.started_by)}` : "";
+      if (run.stopping) return [`Stopping — requested by ${personName(run.stopping)}`, "stopping"];
+      if (run.status === "queued") return [`Queued${by}`, "queued"];
+      const turn = run.turn ? ` · step ${run.turn}` : "";
+      const wait = run.status === "awaiting_approval" ? " · waiting for approval"
+        : run.status === "awaiting_input" ? " · waiting for an answer" : "";
+      return [`Running${by}${wait}${turn}`, run.status || "running"];
+    }
+    const end = this.store.lastEnd;
+    if (!end) return ["Idle", "idle"];
+    switch (end.status) {
+      case "completed": return ["Completed", "completed"];
+      case "cancelled":
+        return [end.stopped_by ? `Stopped by ${personName(end.stopped_by)}` : "Stopped", "cancelled"];
+      case "interrupted": return ["Interrupted — the worker stopped responding", "interrupted"];
+      default: return [`Failed${end.error_kind ? ` (${end.error_kind})` : ""}`, end.status];
+    }
+  }
+
+  renderRun() {
+    const status = this.root.querySelector("#run-status");
+    const [text, state] = this.runText();
+    setText(status, text);
+    status.dataset.status = state;
+    const stop = this.root.querySelector('button[data-action="stop"]');
+    if (stop) {
+      const active = !!this.store.run && this.store.canWrite;
+      stop.hidden = !active;
+      stop.disabled = !!(this.store.run && this.store.run.stopping);
+    }
+  }
+
+  renderRole() {
+    if (this.store.canWrite) return;
+    // A viewer watches: no composer, no stop, no buttons on tool calls.
+    const composer = this.root.querySelector("#composer");
+    if (composer) {
+      const note = element("p", "viewer-note",
+                           "You are watching as a viewer: you see everything but cannot send.");
+      note.id = "viewer-note";
+      composer.replaceWith(note);
+    }
+    const stop = this.root.querySelector('button[data-action="stop"]');
+    if (stop) stop.remove();
+    this.root.querySelectorAll('.tool-approval button, form.ask-user').forEach((el) => el.remove());
+  }
+
+  renderPresence() {
+    const list = this.root.querySelector("#presence");
+    const items = this.store.present.map((person) => {
+      const li = element("li", null, person.name);
+      li.dataset.userId = String(person.id);
+      if (String(person.id) === String(this.store.you.id)) {
+        li.classList.add("me");
+        li.append(element("span", "you-tag", " (you)"));
+      }
+      return li;
+    });
+    list.replaceChildren(...items);
+  }
+
+  renderTyping() {
+    const typing = this.root.querySelector("#typing");
+    const people = this.store.typers().map(personName);
+    const text = people.length === 0 ? ""
+      : people.length === 1 ? `${people[0]} is typing…`
+        : `${people.slice(0, -1).join(", ")} and ${people.at(-1)} are typing…`;
+    setText(typing, text);
+    clearTimeout(this.typingTimer);
+    if (people.length) {
+      this.typingTimer = setTimeout(() => {
+        this.store.dirty.typing = true;
+        this.schedule();
+      }, 1000);
+    }
+  }
+
+  renderUsage() {
+    const box = this.root.querySelector("#usage");
+    const u = this.store.usage;
+    if (!u) return;
+    const parts = [];
+    if (u.context_window) {
+      const pct = Math.min(100, Math.round((u.context_tokens / u.context_window) * 100));
+      const line = element("div", "usage-context");
+      const meter = element("meter");
+      meter.min = 0;
+      meter.max = u.context_window;
+      meter.value = u.context_tokens;
+      meter.low = u.context_window * 0.6;
+      meter.high = u.context_window * 0.85;
+      meter.optimum = 0;
+      line.append(element("span", "usage-label", `Context ${pct}% full`), meter,
+                  element("span", "usage-numbers",
+                          `${fmt(u.context_tokens)} / ${fmt(u.context_window)} tokens`));
+      parts.push(line);
+    }
+    const t = u.usage || {};
+    const last = [`${fmt(t.input_tokens)} in`, `${fmt(t.output_tokens)} out`];
+    if (t.cached_input_tokens) last.push(`${fmt(t.cached_input_tokens)} cached`);
+    if (t.reasoning_tokens) last.push(`${fmt(t.reasoning_tokens)} reasoning`);
+    parts.push(element("div", "usage-last", `Last call: ${last.join(" · ")}`));
+    box.replaceChildren(...parts);
+  }
+
+  renderNotices() {
+    const box = this.root.querySelector("#notices");
+    box.replaceChildren(...this.store.notices.map((n) => {
+      const div = element("div", `notice notice-${n.level}`);
+      div.dataset.kind = n.kind;
+      div.append(element("span", "notice-text", n.text));
+      const close = element("button", "notice-dismiss", "×");
+      close.type = "button";
+      close.dataset.action = "dismiss";
+      close.dataset.noticeId = n.id;
+      close.setAttribute("aria-label", "Dismiss");
+      div.append(close);
+      return div;
+    }));
+  }
+
+  renderTodos() {
+    const section = this.root.querySelector("#todos-section");
+    const list = this.root.querySelector("#todos");
+    if (!list) return;
+    list.replaceChildren(...this.store.todos.map((todo) => {
+      const li = element("li", null, todo.content);
+      li.dataset.status = todo.status;
+      return li;
+    }));
+    if (section) section.hidden = this.store.todos.length === 0;
+  }
+
+  setConnection(state, text) {
+    const el = this.root.querySelector("#connection");
+    el.dataset.state = state;
+    setText(el, text);
+  }
+}

@@ -1,0 +1,152 @@
+// The room page's entry: wires the socket, the store, the renderer and the composer.
+// Data comes from the #room element's data-* attributes (no inline script: the CSP forbids it).
+
+import { setupComposer, isSendKey } from "./composer.js";
+import { Renderer } from "./render.js";
+import { RoomSocket } from "./socket.js";
+import { Store } from "./store.js";
+
+const CONNECTION_TEXT = {
+  connecting: "Connecting…",
+  open: "Connected",
+  reconnecting: "Reconnecting…",
+  closed: "Disconnected",
+};
+
+function clientId() {
+  if (window.crypto && typeof window.crypto.randomUUID === "function") {
+    return window.crypto.randomUUID();
+  }
+  const bytes = new Uint8Array(16);
+  window.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function pageEnd(root) {
+  // How the last run ended, from the server-rendered #run-status (the state frame has no
+  // finished run).
+  const status = root.querySelector("#run-status");
+  if (!status || !status.dataset.lastStatus) return null;
+  const by = status.dataset.lastStoppedBy;
+  return { status: status.dataset.lastStatus, stopped_by: by ? { name: by } : null,
+           error_kind: status.dataset.lastErrorKind || null, message: "" };
+}
+
+function start(root) {
+  const store = new Store({ id: Number(root.dataset.userId), name: root.dataset.userName,
+                            role: root.dataset.role }, pageEnd(root));
+  const renderer = new Renderer(root, store);
+  const socket = new RoomSocket(root.dataset.socketPath, {
+    onFrame: (frame) => {
+      handleFrame(frame);
+      renderer.schedule();
+    },
+    onStatus: (state, detail) => {
+      renderer.setConnection(state, CONNECTION_TEXT[state] || state);
+      if (state === "closed") {
+        store.notice("connection", "error", detail === "not_found"
+          ? "This conversation is not available to you (not found)."
+          : "You are signed out: sign in again to rejoin the room.", { replace: true });
+        renderer.schedule();
+      }
+    },
+    onOpen: () => {
+      for (const msg of store.unsent()) {
+        socket.send({ type: "send", client_id: msg.clientId, text: msg.text });
+      }
+    },
+  });
+
+  function handleFrame(frame) {
+    switch (frame.type) {
+      case "state":
+        store.applyState(frame);
+        return;
+      case "event":
+        store.applyEvent(frame.event);
+        return;
+      case "ack":
+        store.ack(frame);
+        return;
+      case "presence":
+        store.setPresence(frame);
+        return;
+      case "error":
+        if (frame.code === "rate_limited") store.sendFailed(frame.message);
+        store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
+        root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled]")
+          .forEach((el) => { el.disabled = false; });
+        return;
+      default:
+    }
+  }
+
+  function send(text) {
+    const id = clientId();
+    store.addLocal(id, text);
+    socket.send({ type: "send", client_id: id, text });
+    renderer.schedule();
+  }
+
+  function stop() {
+    if (!store.run || !store.canWrite) return;
+    socket.send({ type: "stop" });
+  }
+
+  const composer = root.querySelector("#composer");
+  if (composer) {
+    setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }) });
+  }
+
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button || !root.contains(button)) return;
+    const action = button.dataset.action;
+    if (action === "stop") {
+      stop();
+    } else if (action === "approve" || action === "deny") {
+      const card = button.closest(".tool-card");
+      if (!card || !card.dataset.callId) return;
+      if (socket.send({ type: "decide", tool_call_id: card.dataset.callId, decision: action })) {
+        card.querySelectorAll(".tool-approval button").forEach((b) => { b.disabled = true; });
+      }
+    } else if (action === "dismiss") {
+      store.dismiss(button.dataset.noticeId);
+      renderer.schedule();
+    }
+  });
+
+  root.addEventListener("submit", (event) => {
+    const form = event.target.closest("form.ask-user");
+    if (!form) return;
+    event.preventDefault();
+    const area = form.querySelector("textarea");
+    const text = area.value.trim();
+    if (!text) return;
+    if (socket.send({ type: "answer", question_id: form.dataset.questionId, text })) {
+      area.disabled = true;
+      form.querySelector("button").disabled = true;
+    }
+  });
+
+  root.addEventListener("keydown", (event) => {
+    const area = event.target.closest && event.target.closest("form.ask-user textarea");
+    if (area && isSendKey(event)) {
+      event.preventDefault();
+      area.form.requestSubmit();
+    }
+  });
+
+  document.addEventListener("keydown", (event) => {
+    // Esc stops the run, from anywhere in the room (not from the site's menus).
+    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) return;
+    if (event.target === document.body || root.contains(event.target)) stop();
+  });
+
+  window.confabRoom = { store, socket, renderer }; // for debugging and the browser tests
+  renderer.schedule();
+  socket.start();
+}
+
+const root = document.getElementById("room");
+if (root) start(root);

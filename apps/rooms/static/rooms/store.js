@@ -1,0 +1,556 @@
+// The room's state, built from the socket's frames (docs/protocol.md): the `state` frame, then
+// events in `seq` order. No DOM here: every change marks what it touched, and render.js redraws
+// only that, once per animation frame.
+
+const SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]";
+const ACTIVE_CALL = new Set(["streaming", "ready", "running", "waiting"]);
+const MAX_NOTICES = 8;
+const MAX_SUB_LINES = 30;
+
+let uid = 0;
+const nextUid = () => `c${++uid}`;
+
+function blocksText(blocks, type, field) {
+  return (blocks || []).filter((b) => b.type === type).map((b) => b[field] || "").join("\n\n");
+}
+
+function resultText(result) {
+  if (!result) return "";
+  if (typeof result.content === "string") return result.content;
+  return (result.content || []).map((b) => (b.type === "text" ? b.text : "[image]")).join("\n");
+}
+
+export function personName(person) {
+  return person && person.name ? person.name : "someone";
+}
+
+export class Store {
+  constructor(you, pageEnd = null) {
+    this.you = you; // {id, name, role}: from the page, then from the state frame
+    this.pageEnd = pageEnd; // how the last run ended, as the page was rendered
+    this.local = new Map(); // client_id -> a message this tab sent, until the server has it
+    this.reset();
+  }
+
+  reset() {
+    this.messages = new Map(); // key (db id or engine id) -> message
+    this.byClientId = new Map();
+    this.placed = []; // messages in history order (and the one being written)
+    this.pending = []; // people's messages waiting to join at the next step
+    this.calls = new Map(); // tool call id -> call
+    this.run = null; // {id, status, model, started_by, stopped_by, stopping, turn}
+    this.lastEnd = null; // how the last run ended: {status, stopped_by, error_kind, message}
+    this.approvals = new Map();
+    this.questions = new Map();
+    this.usage = null;
+    this.todos = [];
+    this.notices = [];
+    this.present = [];
+    this.typing = new Map(); // user id -> {person, until}
+    this.ready = false; // a state frame has arrived
+    this.dirty = { order: true, messages: new Set(), run: true, presence: true, typing: true,
+                   usage: true, notices: true, todos: true, role: true };
+    for (const msg of this.local.values()) this._adopt(msg);
+  }
+
+  get canWrite() {
+    return this.you && this.you.role !== "viewer";
+  }
+
+  touch(msg) {
+    if (msg) this.dirty.messages.add(msg);
+  }
+
+  takeDirty() {
+    const dirty = this.dirty;
+    this.dirty = { order: false, messages: new Set(), run: false, presence: false,
+                   typing: false, usage: false, notices: false, todos: false, role: false };
+    return dirty;
+  }
+
+  // -- messages ---------------------------------------------------------------------------
+  _newMessage(fields) {
+    return { key: "", id: null, engineId: null, role: "assistant", author: null, thinking: "",
+             text: "", calls: [], status: "complete", clientId: null, queued: false,
+             sending: false, failed: null, summary: false, ...fields };
+  }
+
+  _adopt(msg) {
+    // A message of ours the server has not confirmed yet: shown at the bottom.
+    this.messages.set(msg.key, msg);
+    this.byClientId.set(msg.clientId, msg);
+    this.pending.push(msg);
+    this.dirty.order = true;
+    this.touch(msg);
+  }
+
+  _place(msg, { pending }) {
+    this.placed = this.placed.filter((m) => m !== msg);
+    this.pending = this.pending.filter((m) => m !== msg);
+    (pending ? this.pending : this.placed).push(msg);
+    this.dirty.order = true;
+    this.touch(msg);
+  }
+
+  _rekey(msg, key) {
+    if (msg.key === key) return;
+    this.messages.delete(msg.key);
+    msg.key = key;
+    this.messages.set(key, msg);
+    this.touch(msg);
+  }
+
+  addLocal(clientId, text) {
+    const msg = this._newMessage({ key: `local:${clientId}`, role: "user", author: {
+      id: this.you.id, name: this.you.name }, text, clientId, sending: true, status: "pending" });
+    this.local.set(clientId, msg);
+    this._adopt(msg);
+    return msg;
+  }
+
+  unsent() {
+    return [...this.local.values()].filter((m) => m.sending && !m.failed);
+  }
+
+  ack(frame) {
+    const msg = this.byClientId.get(frame.client_id) || this.local.get(frame.client_id);
+    if (!msg) return;
+    this.local.delete(frame.client_id);
+    msg.sending = false;
+    msg.id = frame.message_id;
+    const existing = this.messages.get(String(frame.message_id));
+    if (existing && existing !== msg) {  // the event came first: keep that one
+      this._drop(msg);
+      return;
+    }
+    this._rekey(msg, String(frame.message_id));
+    if (msg.status === "pending") {
+      // queued: it waits for the run's next step; otherwise it started a run (in the history)
+      msg.queued = frame.queued;
+      if (!frame.queued) {
+        msg.status = "complete";
+        this._place(msg, { pending: false });
+      }
+    }
+    this.touch(msg);
+  }
+
+  sendFailed(text) {
+    // A refused `send` (e.g. rate_limited): the server answers in order, so the oldest unsent.
+    const msg = this.unsent()[0];
+    if (!msg) return false;
+    msg.failed = text;
+    msg.sending = false;
+    this.local.delete(msg.clientId);
+    this.touch(msg);
+    return true;
+  }
+
+  _drop(msg) {
+    this.messages.delete(msg.key);
+    this.placed = this.placed.filter((m) => m !== msg);
+    this.pending = this.pending.filter((m) => m !== msg);
+    this.dirty.order = true;
+  }
+
+  _fillFromBlocks(msg, blocks, reasoning) {
+    const thinking = blocksText(blocks, "thinking", "thinking");
+    const redacted = (blocks || []).some((b) => b.type === "redacted_thinking");
+    msg.thinking = [reasoning || "", thinking, redacted ? "(some reasoning is redacted)" : ""]
+      .filter(Boolean).join("\n\n");
+    msg.text = blocksText(blocks, "text", "text");
+    const uses = (blocks || []).filter((b) => b.type === "tool_use");
+    const streamed = msg.calls.filter((c) => c.index !== -1);
+    uses.forEach((block, i) => {
+      const call = streamed[i] || this._newCall(msg, null);
+      call.name = block.name || call.name;
+      if (block.id) {
+        this._registerCall(call, block.id);
+        call.args = block.input || {};
+        if (call.status === "streaming") call.status = "ready";
+      } else if (block.partial_arguments !== undefined) {
+        call.argsText = block.partial_arguments;
+      }
+    });
+    if (msg.role === "user" && msg.text.startsWith(SUMMARY_PREFIX)) {
+      msg.summary = true;
+      msg.text = msg.text.slice(SUMMARY_PREFIX.length).trim();
+    }
+  }
+
+  _addStored(m) {
+    const blocks = m.content || [];
+    const results = blocks.filter((b) => b.type === "tool_result");
+    if (results.length && (m.role === "tool" || results.length === blocks.length)) {
+      results.forEach((r) => this._attachResult(r, null));
+      return;
+    }
+    const key = m.engine_id || String(m.id);
+    let msg = this.messages.get(key);
+    if (!msg && m.client_id) {
+      msg = this.byClientId.get(m.client_id) || this.local.get(m.client_id);
+      if (msg) {
+        this.local.delete(m.client_id);
+        this._rekey(msg, key);
+      }
+    }
+    if (!msg) {
+      msg = this._newMessage({ key });
+      this.messages.set(key, msg);
+    }
+    Object.assign(msg, { id: m.id, engineId: m.engine_id, role: m.role, author: m.author,
+                         status: m.status, clientId: m.client_id, sending: false,
+                         queued: m.status === "pending" });
+    if (m.client_id) this.byClientId.set(m.client_id, msg);
+    this._fillFromBlocks(msg, blocks, m.reasoning_content);
+    this._place(msg, { pending: msg.queued });
+    return msg;
+  }
+
+  applyState(state) {
+    this.reset();
+    this.you = state.you;
+    this.conversation = state.conversation;
+    for (const m of state.messages || []) this._addStored(m);
+    if (state.run) this.run = { ...state.run, stopping: state.run.stopped_by, turn: null };
+    else this.lastEnd = this.pageEnd;
+    for (const wait of (state.waiting && state.waiting.approvals) || []) this._awaitApproval(wait);
+    for (const q of (state.waiting && state.waiting.questions) || []) this._awaitInput(q);
+    this.todos = state.todos || [];
+    const last = [...(state.messages || [])].reverse().find((m) => m.usage);
+    if (last) this.usage = { usage: last.usage, context_tokens: null, context_window: null };
+    this._settleCalls(this.run ? "running" : "error");
+    this.ready = true;
+  }
+
+  // -- tool calls ---------------------------------------------------------------------------
+  _newCall(msg, index) {
+    const call = { key: nextUid(), index, id: null, name: "", argsText: "", args: null,
+                   status: "streaming", durationMs: null, result: null, decision: null,
+                   reason: "", question: null, note: "", sub: [], msg };
+    msg.calls.push(call);
+    this.touch(msg);
+    return call;
+  }
+
+  _callAt(msg, index) {
+    // Call ``index`` of the message (the provider's stream index: Anthropic counts text blocks
+    // too). Calls from a state frame's checkpoint have no index yet: the first event naming an
+    // unknown index adopts the first of them, in order.
+    this.touch(msg);
+    const known = msg.calls.find((c) => c.index === index);
+    if (known) return known;
+    const unindexed = msg.calls.find((c) => c.index === null);
+    if (unindexed) {
+      unindexed.index = index;
+      return unindexed;
+    }
+    return this._newCall(msg, index);
+  }
+
+  _registerCall(call, id) {
+    call.id = id;
+    this.calls.set(id, call);
+  }
+
+  _call(id, name) {
+    // The call with this id; one the transcript does not show yet goes on the last message.
+    let call = this.calls.get(id);
+    if (call) {
+      this.touch(call.msg);
+      return call;
+    }
+    let msg = [...this.placed].reverse().find((m) => m.role === "assistant");
+    if (!msg) {
+      msg = this._newMessage({ key: `call:${id}`, role: "tool" });
+      this.messages.set(msg.key, msg);
+      this._place(msg, { pending: false });
+    }
+    call = this._newCall(msg, -1);
+    call.name = name || call.name;
+    call.status = "ready";
+    this._registerCall(call, id);
+    return call;
+  }
+
+  _attachResult(block, durationMs) {
+    const call = this._call(block.tool_use_id, block.name);
+    call.result = { text: resultText(block), isError: !!block.is_error };
+    if (durationMs !== null) call.durationMs = durationMs;
+    if (call.status !== "denied") call.status = block.is_error ? "error" : "done";
+    this.touch(call.msg);
+  }
+
+  _awaitApproval(wait) {
+    const call = this._call(wait.call_id, wait.name);
+    if (!call.args) call.args = wait.arguments;
+    call.status = "waiting";
+    call.reason = wait.reason || "";
+    this.approvals.set(wait.call_id, wait);
+  }
+
+  _awaitInput(q) {
+    const call = this._call(q.question_id, "AskUser");
+    call.question = { id: q.question_id, text: q.question, answer: null, by: null };
+    this.questions.set(q.question_id, q);
+  }
+
+  _settleCalls(orphanStatus) {
+    // Calls with no result: still going while a run is active, otherwise they never finished.
+    for (const msg of this.messages.values()) {
+      for (const call of msg.calls) {
+        if (!ACTIVE_CALL.has(call.status) || orphanStatus === "running") continue;
+        call.status = "error";
+        call.note = "did not finish";
+        this.touch(msg);
+      }
+    }
+  }
+
+  // -- events -----------------------------------------------------------------------------
+  applyEvent(ev) {
+    const handler = HANDLERS[ev.kind];
+    if (handler) handler.call(this, ev);
+  }
+
+  _message(id) {
+    let msg = this.messages.get(id);
+    if (!msg) {
+      msg = this._newMessage({ key: id, engineId: id, status: "streaming" });
+      this.messages.set(id, msg);
+      this._place(msg, { pending: false });
+    }
+    this.touch(msg);
+    return msg;
+  }
+
+  notice(kind, level, text, { replace = false } = {}) {
+    if (replace) this.notices = this.notices.filter((n) => n.kind !== kind);
+    this.notices.push({ id: nextUid(), kind, level, text, at: new Date() });
+    if (this.notices.length > MAX_NOTICES) this.notices.splice(0, this.notices.length - MAX_NOTICES);
+    this.dirty.notices = true;
+  }
+
+  dismiss(id) {
+    this.notices = this.notices.filter((n) => n.id !== id);
+    this.dirty.notices = true;
+  }
+
+  _clearRetrying() {
+    // The provider answered (or the run is over): the retry notice has done its job.
+    if (!this.notices.some((n) => n.kind === "retrying")) return;
+    this.notices = this.notices.filter((n) => n.kind !== "retrying");
+    this.dirty.notices = true;
+  }
+
+  _runStatus(status) {
+    if (this.run) this.run.status = status;
+    this.dirty.run = true;
+  }
+
+  _subEvent(call, ev) {
+    let line = null;
+    if (ev.kind === "tool_started") line = `▸ ${ev.name}`;
+    else if (ev.kind === "tool_result") {
+      line = `${ev.result && ev.result.is_error ? "✗" : "✓"} ${ev.name} (${Math.round(ev.duration_ms)} ms)`;
+    } else if (ev.kind === "message_ended" && ev.message && ev.message.role === "assistant") {
+      const text = blocksText(ev.message.content, "text", "text").trim();
+      if (text) line = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+    }
+    if (line === null) return;
+    call.sub.push(line);
+    if (call.sub.length > MAX_SUB_LINES) call.sub.shift();
+    this.touch(call.msg);
+  }
+
+  setPresence(frame) {
+    if (frame.present) {
+      this.present = frame.present;
+      this.dirty.presence = true;
+    }
+    if (frame.typing && String(frame.typing.id) !== String(this.you.id)) {
+      this.typing.set(String(frame.typing.id), { person: frame.typing, until: Date.now() + 4000 });
+      this.dirty.typing = true;
+    }
+  }
+
+  typers(now = Date.now()) {
+    for (const [id, entry] of this.typing) if (entry.until <= now) this.typing.delete(id);
+    return [...this.typing.values()].map((e) => e.person);
+  }
+}
+
+function fmtSeconds(value) {
+  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+}
+
+const HANDLERS = {
+  user_message(ev) {
+    const msg = this._addStored(ev.message);
+    if (msg) msg.queued = !!ev.queued && msg.status === "pending";
+  },
+  messages_injected(ev) {
+    for (const m of ev.messages || []) {
+      const text = blocksText(m.content, "text", "text");
+      const authorId = m.author ? String(m.author.id) : null;
+      const waiting = this.pending.filter((p) => !p.sending && !p.failed);
+      const msg = waiting.find((p) => p.author && String(p.author.id) === authorId
+                               && p.text === text) || waiting[0];
+      if (!msg) continue;
+      msg.queued = false;
+      msg.status = "complete";
+      this._place(msg, { pending: false });
+    }
+  },
+  run_queued(ev) {
+    this.run = { id: ev.run_id, status: "queued", model: null, started_by: ev.started_by,
+                 stopped_by: null, stopping: null, turn: null };
+    this.lastEnd = null;
+    this.dirty.run = true;
+  },
+  run_started(ev) {
+    if (!this.run) this.run = { id: ev.run_id, started_by: null, stopped_by: null, stopping: null };
+    this.run.model = ev.model;
+    this._runStatus("running");
+  },
+  turn_started(ev) {
+    if (this.run) this.run.turn = ev.turn;
+    this.dirty.run = true;
+  },
+  run_stopping(ev) {
+    if (this.run) {
+      this.run.stopping = ev.by;
+      this.run.stopped_by = this.run.stopped_by || ev.by;
+    }
+    this.dirty.run = true;
+  },
+  run_ended(ev) {
+    const run = this.run || {};
+    this.lastEnd = { status: ev.status, error_kind: ev.error_kind || null, message: ev.message || "",
+                     stopped_by: ev.stopped_by || run.stopped_by || null,
+                     started_by: run.started_by || null };
+    this.run = null;
+    this._clearRetrying();
+    this.approvals.clear();
+    this.questions.clear();
+    for (const msg of this.messages.values()) {
+      if (msg.status === "streaming") {
+        msg.status = ev.status === "cancelled" ? "cancelled" : "error";
+        this.touch(msg);
+      }
+    }
+    this._settleCalls("error");
+    this.dirty.run = true;
+    if (ev.status === "failed" || ev.status === "interrupted") {
+      const why = ev.message || ev.error_kind || "unknown error";
+      this.notice("run_ended", "error", `The run ${ev.status === "failed" ? "failed" : "was interrupted"}: ${why}`);
+    }
+  },
+  message_started(ev) {
+    this._clearRetrying();
+    const msg = this._message(ev.message_id);
+    msg.role = "assistant";
+    msg.status = "streaming";
+  },
+  text_delta(ev) {
+    this._message(ev.message_id).text += ev.text;
+  },
+  reasoning_delta(ev) {
+    this._message(ev.message_id).thinking += ev.text;
+  },
+  tool_call_started(ev) {
+    const msg = this._message(ev.message_id);
+    const call = msg.calls.find((c) => c.index === ev.index) || this._newCall(msg, ev.index);
+    call.name = ev.name;
+  },
+  tool_call_delta(ev) {
+    const call = this._callAt(this._message(ev.message_id), ev.index);
+    call.argsText += ev.arguments_delta;
+  },
+  tool_call_ready(ev) {
+    const call = this._callAt(this._message(ev.message_id), ev.index);
+    call.name = ev.call.name;
+    call.args = ev.call.arguments || {};
+    if (call.status === "streaming") call.status = "ready";
+    this._registerCall(call, ev.call.id);
+  },
+  message_ended(ev) {
+    const m = ev.message || {};
+    const blocks = m.content || [];
+    if (m.role !== "assistant") {
+      blocks.filter((b) => b.type === "tool_result").forEach((b) => {
+        const call = this.calls.get(b.tool_use_id);
+        if (!call || !call.result) this._attachResult(b, null);
+      });
+      return;
+    }
+    const msg = this._message(ev.message_id);
+    msg.role = "assistant";
+    msg.status = ev.status || "complete";
+    this._fillFromBlocks(msg, blocks, m.reasoning_content);
+  },
+  tool_started(ev) {
+    const call = this._call(ev.call_id, ev.name);
+    if (call.status !== "denied") call.status = "running";
+  },
+  tool_result(ev) {
+    this._attachResult(ev.result, ev.duration_ms);
+  },
+  awaiting_approval(ev) {
+    this._awaitApproval(ev);
+    this._runStatus("awaiting_approval");
+  },
+  approval_decided(ev) {
+    const call = this._call(ev.call_id);
+    call.decision = { approved: ev.approved, by: ev.decided_by };
+    call.status = ev.approved ? "running" : "denied";
+    this.approvals.delete(ev.call_id);
+    this._runStatus("running");
+  },
+  awaiting_input(ev) {
+    this._awaitInput(ev);
+    this._runStatus("awaiting_input");
+  },
+  input_received(ev) {
+    const call = this._call(ev.question_id, "AskUser");
+    call.question = { ...(call.question || { id: ev.question_id, text: "" }),
+                      answer: ev.answer, by: ev.answered_by };
+    this.questions.delete(ev.question_id);
+    this._runStatus("running");
+  },
+  usage(ev) {
+    this.usage = ev;
+    this.dirty.usage = true;
+  },
+  todos_updated(ev) {
+    this.todos = ev.todos || [];
+    this.dirty.todos = true;
+  },
+  retrying(ev) {
+    const what = (ev.error_kind || "error").replaceAll("_", " ");
+    this.notice("retrying", "warn", `provider ${what}, retrying in ${fmtSeconds(ev.delay_s)} s, `
+      + `attempt ${ev.attempt} of ${ev.max_attempts}`, { replace: true });
+  },
+  compaction_started(ev) {
+    this.notice("compaction", "info", `Compacting the conversation (${ev.reason}, `
+      + `${ev.tokens_before.toLocaleString()} tokens)…`, { replace: true });
+  },
+  compacted(ev) {
+    this.notice("compaction", "info", `Compacted: ${ev.messages_removed} earlier messages `
+      + `summarized (${ev.tokens_before.toLocaleString()} → ${ev.tokens_after.toLocaleString()} `
+      + "tokens)", { replace: true });
+  },
+  compaction_failed(ev) {
+    this.notice("compaction", "warn", `Compaction failed: ${ev.message}`, { replace: true });
+  },
+  warning(ev) {
+    this.notice("warning", "warn", ev.message);
+  },
+  error(ev) {
+    this.notice("error", "error", ev.message || ev.error_kind || "error");
+  },
+  subagent_event(ev) {
+    const call = this.calls.get(ev.parent_call_id);
+    if (call && ev.event) this._subEvent(call, ev.event);
+  },
+};

@@ -1,0 +1,176 @@
+// Tool cards: one per tool call. The arguments fill in while they stream (partial JSON), then
+// the card shows the status, the duration, the approval buttons or who decided, an AskUser
+// question's form or its answer, and a preview of the result. Cards are updated in place, so a
+// half-typed answer or a focused button survives every redraw.
+
+import { setMarkdown } from "./markdown.js";
+
+const STATUS_TEXT = {
+  streaming: "running",
+  ready: "running",
+  running: "running",
+  waiting: "waiting for approval",
+  done: "done",
+  error: "error",
+  denied: "denied",
+};
+const PREVIEW_CHARS = 400;
+const shownQuestion = new WeakMap(); // .ask-question element -> the text it shows
+const FULL_CHARS = 20000;
+
+function child(parent, selector, make) {
+  let el = parent.querySelector(`:scope > ${selector}`);
+  if (!el && make) {
+    el = make();
+    parent.append(el);
+  }
+  return el;
+}
+
+function element(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+function show(el, visible) {
+  if (el.hidden === visible) el.hidden = !visible;
+}
+
+function argsText(call) {
+  if (call.args) {
+    const keys = Object.keys(call.args);
+    if (keys.length === 0) return "";
+    return JSON.stringify(call.args, null, 2);
+  }
+  return call.argsText;
+}
+
+function duration(ms) {
+  if (ms === null || ms === undefined) return "";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function decisionText(decision) {
+  if (!decision) return "";
+  if (!decision.by) return decision.approved ? "Approved" : "Denied: nobody decided in time";
+  return `${decision.approved ? "Approved" : "Denied"} by ${decision.by}`;
+}
+
+/** A new, empty card element for `call`. */
+export function createCard() {
+  const card = element("div", "tool-card");
+  const head = element("div", "tool-head");
+  head.append(element("span", "tool-name"), element("span", "tool-status"),
+              element("span", "tool-duration"));
+  card.append(head, element("pre", "tool-args"));
+  return card;
+}
+
+function renderApproval(card, call, canWrite) {
+  const waiting = call.status === "waiting";
+  const box = child(card, ".tool-approval", waiting ? () => {
+    const div = element("div", "tool-approval");
+    div.append(element("p", "tool-reason"));
+    if (canWrite) {
+      const approve = element("button", "approve", "Approve");
+      approve.type = "button";
+      approve.dataset.action = "approve";
+      const deny = element("button", "deny", "Deny");
+      deny.type = "button";
+      deny.dataset.action = "deny";
+      div.append(approve, deny);
+    }
+    return div;
+  } : null);
+  if (box && !waiting) {
+    box.remove();
+  } else if (box) {
+    setText(box.querySelector(".tool-reason"), call.reason || "This tool call needs approval.");
+  }
+  const decided = decisionText(call.decision);
+  const by = child(card, ".decided-by", decided ? () => element("p", "decided-by") : null);
+  if (by) setText(by, decided);
+}
+
+function renderQuestion(card, call, canWrite) {
+  const q = call.question;
+  if (!q) return;
+  const open = q.answer === null || q.answer === undefined;
+  const text = child(card, ".ask-question", () => element("div", "ask-question"));
+  if (shownQuestion.get(text) !== q.text) {
+    shownQuestion.set(text, q.text);
+    setMarkdown(text, q.text || "");
+  }
+  let form = card.querySelector(":scope > form.ask-user");
+  if (open && canWrite && !form) {
+    form = element("form", "ask-user");
+    form.dataset.questionId = q.id;
+    const label = element("label", "visually-hidden", "Your answer");
+    const area = element("textarea");
+    area.name = "answer";
+    area.rows = 2;
+    area.required = true;
+    area.id = `answer-${q.id}`.replace(/[^A-Za-z0-9_-]/g, "_");
+    label.htmlFor = area.id;
+    area.placeholder = "Answer the agent — Enter sends";
+    const submit = element("button", null, "Answer");
+    submit.type = "submit";
+    submit.dataset.action = "answer";
+    form.append(label, area, submit);
+    card.append(form);
+  }
+  if (!open) {
+    if (form) form.remove();
+    const answered = child(card, ".answered-by", () => element("p", "answered-by"));
+    setText(answered, q.by ? `Answered by ${q.by}: ${q.answer}` : "Nobody answered in time.");
+  }
+}
+
+function renderResult(card, call) {
+  if (!call.result) return;
+  const text = call.result.text || "(no output)";
+  const box = child(card, ".tool-result", () => {
+    const div = element("div", "tool-result");
+    div.append(element("pre", "tool-result-preview"));
+    return div;
+  });
+  box.classList.toggle("is-error", call.result.isError);
+  const preview = text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
+  setText(box.querySelector(".tool-result-preview"), preview);
+  if (text.length > PREVIEW_CHARS) {
+    const more = child(box, "details", () => {
+      const details = element("details", "tool-result-full");
+      details.append(element("summary", null, `Show all (${text.length.toLocaleString()} characters)`),
+                     element("pre"));
+      return details;
+    });
+    const shown = text.length > FULL_CHARS ? `${text.slice(0, FULL_CHARS)}\n… (cut)` : text;
+    setText(more.querySelector("pre"), shown);
+  }
+}
+
+/** Bring `card` up to date with `call`; `canWrite`: the person may approve and answer. */
+export function renderCard(card, call, canWrite) {
+  if ((card.dataset.callId || "") !== (call.id || "")) card.dataset.callId = call.id || "";
+  card.dataset.status = call.status;
+  setText(card.querySelector(".tool-name"), call.name || "tool");
+  setText(card.querySelector(".tool-status"), STATUS_TEXT[call.status] || call.status);
+  setText(card.querySelector(".tool-duration"),
+          call.status === "denied" ? "" : duration(call.durationMs));
+  const args = card.querySelector(".tool-args");
+  setText(args, argsText(call));
+  show(args, args.textContent !== "" && !call.question);
+  renderApproval(card, call, canWrite);
+  renderQuestion(card, call, canWrite);
+  if (call.note) setText(child(card, ".tool-note", () => element("p", "tool-note")), call.note);
+  if (call.sub.length) {
+    setText(child(card, ".subagent", () => element("pre", "subagent")), call.sub.join("\n"));
+  }
+  renderResult(card, call);
+}

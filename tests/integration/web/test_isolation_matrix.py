@@ -1,0 +1,156 @@
+"""Every page × {anonymous, charlie (other team), carol (viewer), bob (member), alice (owner)}
+(DESIGN 4: isolation tests as a matrix).
+
+``test_every_page_has_a_row`` fails when a URL pattern of the account, team or settings pages
+has no row here. Another team's object answers exactly like a missing one: for charlie, every
+404 is compared with the answer for ids that do not exist. Every HTML answer is checked for the
+CSP header and for inline code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, reverse
+
+from apps.accounts import urls as account_urls
+from apps.accounts.services import api_token_create, invitation_create
+from apps.integrations import urls as integration_urls
+from apps.integrations.forms import builtin_tools
+from tests.integration.web.html import assert_no_inline_code, without_csrf
+
+PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
+MISSING = {"team_id": 999_999, "user_id": 999_999, "invitation_id": 999_999,
+           "token_id": 999_999, "token": "no-such-invitation"}
+
+OPEN = (200, 200, 200, 200, 200)
+MOVED = (302, 302, 302, 302, 302)
+SIGNED_IN = (302, 200, 200, 200, 200)  # anonymous: to the login page
+MEMBERS = (302, 404, 200, 200, 200)
+MANAGE = (302, 404, 403, 403, 200)
+MANAGE_WRITE = (302, 404, 403, 403, 302)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One URL name and method; ``kwargs`` name entries of the ``ids`` fixture; ``statuses``
+    in the order of :data:`PERSONAS`."""
+
+    name: str
+    method: str
+    statuses: tuple[int, int, int, int, int]
+    kwargs: tuple[str, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+MATRIX = [
+    Row("home", "GET", MOVED),
+    Row("accounts:signup", "GET", (200, 302, 302, 302, 302)),
+    Row("accounts:signup", "POST", MOVED, data={
+        "username": "newcomer", "display_name": "New", "email": "new@example.com",
+        "password1": "a-long-passphrase-9", "password2": "a-long-passphrase-9"}),
+    Row("accounts:login", "GET", OPEN),
+    Row("accounts:login", "POST", OPEN, data={"username": "alice", "password": "wrong"}),
+    Row("accounts:logout", "POST", MOVED),
+    Row("accounts:password_reset", "GET", OPEN),
+    Row("accounts:password_reset", "POST", MOVED, data={"email": "alice@example.com"}),
+    Row("accounts:password_reset_done", "GET", OPEN),
+    Row("accounts:password_reset_confirm", "GET", OPEN, ("uidb64", "reset_token")),
+    Row("accounts:password_reset_complete", "GET", OPEN),
+    Row("accounts:tokens", "GET", SIGNED_IN),
+    Row("accounts:tokens", "POST", SIGNED_IN, data={"name": "laptop"}),
+    Row("accounts:token_revoke", "POST", (302, 404, 404, 404, 302), ("token_id",)),
+    Row("accounts:team_new", "GET", SIGNED_IN),
+    Row("accounts:team_new", "POST", MOVED, data={"name": "Initech"}),
+    Row("accounts:team_switch", "POST", (302, 404, 302, 302, 302), ("team_id",)),
+    Row("accounts:team_members", "GET", MEMBERS, ("team_id",)),
+    Row("accounts:member_role", "POST", MANAGE_WRITE, ("team_id", "user_id"),
+        {"role": "viewer"}),
+    Row("accounts:member_remove", "POST", MANAGE_WRITE, ("team_id", "user_id")),
+    Row("accounts:invitation_new", "POST", MANAGE, ("team_id",), {"role": "member"}),
+    Row("accounts:invitation_revoke", "POST", MANAGE_WRITE, ("team_id", "invitation_id")),
+    # The link is the secret: whoever holds it may see it and use it.
+    Row("accounts:invitation", "GET", OPEN, ("token",)),
+    Row("accounts:invitation", "POST", MOVED, ("token",)),
+    Row("integrations:team_settings", "GET", MANAGE, ("team_id",)),
+    Row("integrations:team_model", "POST", MANAGE_WRITE, ("team_id",), {"model": "{model_id}"}),
+    Row("integrations:team_tools", "POST", MANAGE_WRITE, ("team_id",),
+        {tool.name: "default" for tool in builtin_tools()}),
+]
+
+
+def _row_id(row: Row) -> str:
+    return f"{row.method} {row.name}"
+
+
+@pytest.fixture
+def ids(acme, globex, alice, dave, model) -> dict[str, Any]:
+    _, raw_invitation = invitation_create(team=acme, role="member", by=alice)
+    invitation = acme.invitations.get()
+    token, _ = api_token_create(user=alice, name="alice's")
+    return {"team_id": acme.pk, "user_id": dave.pk, "invitation_id": invitation.pk,
+            "token_id": token.pk, "token": raw_invitation, "model_id": model.pk,
+            "uidb64": "MQ", "reset_token": "not-a-token"}
+
+
+@pytest.fixture
+def client_as(signed_in, alice, bob, carol, charlie):
+    people = {"alice": alice, "bob": bob, "carol": carol, "charlie": charlie}
+    return lambda persona: Client() if persona == "anonymous" else signed_in(people[persona])
+
+
+def _call(client: Client, row: Row, ids: dict[str, Any]):
+    url = reverse(row.name, kwargs={_kwarg(name): ids[name] for name in row.kwargs})
+    data = {key: ids[value[1:-1]] if value.startswith("{") else value
+            for key, value in row.data.items()}
+    return client.generic(row.method, url, data=urlencode(data),
+                          content_type="application/x-www-form-urlencoded")
+
+
+def _kwarg(name: str) -> str:
+    return "token" if name == "reset_token" else name
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize("row", MATRIX, ids=_row_id)
+def test_isolation_matrix(row: Row, persona: str, client_as, ids) -> None:
+    client = client_as(persona)
+    response = _call(client, row, ids)
+    expected = row.statuses[PERSONAS.index(persona)]
+    assert response.status_code == expected, response.content[:400]
+    if response.headers.get("Content-Type", "").startswith("text/html") and response.content:
+        assert_no_inline_code(response)
+    if expected == 404 and persona == "charlie":
+        missing = _call(client, row, {**ids, **MISSING})
+        assert missing.status_code == 404
+        assert without_csrf(missing.content) == without_csrf(response.content)
+
+
+def _patterns() -> set[str]:
+    """Every URL name of the account, team and settings pages, and the home page."""
+    names = {"home"}
+    for module in (account_urls, integration_urls):
+        patterns: list[URLPattern] = module.urlpatterns
+        names |= {f"{module.app_name}:{pattern.name}" for pattern in patterns}
+    return names
+
+
+def test_every_page_has_a_row() -> None:
+    assert _patterns() == {row.name for row in MATRIX}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted({row.name for row in MATRIX
+                                         if {r.method for r in MATRIX if r.name == row.name}
+                                         == {"POST"}}))
+def test_writes_refuse_get(name: str, client_as, ids) -> None:
+    """A page that changes something only does so on POST: a GET (a link, an image tag
+    elsewhere) answers 405."""
+    row = next(row for row in MATRIX if row.name == name)
+    response = _call(client_as("alice"), Row(row.name, "GET", OPEN, row.kwargs), ids)
+    assert response.status_code == 405

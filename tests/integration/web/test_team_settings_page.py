@@ -1,0 +1,85 @@
+"""The team settings page: the default model and the tool policy, set by owners and admins."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from apps.accounts.models import Membership, Role, Team
+from apps.integrations.forms import builtin_tools
+from apps.integrations.models import ModelConfig, TeamAIConfig
+
+pytestmark = pytest.mark.django_db
+
+
+def tools_data(**choices: str) -> dict[str, str]:
+    """Every built-in tool at "default" unless chosen otherwise."""
+    return {tool.name: choices.get(tool.name, "default") for tool in builtin_tools()}
+
+
+def test_the_page_offers_enabled_models_only(signed_in, acme, alice, model) -> None:
+    ModelConfig.objects.create(provider=model.provider, model_id="retired", enabled=False)
+    page = signed_in(alice).get(reverse("integrations:team_settings", args=[acme.pk]))
+    assert b"vendor-large (Vendor" in page.content and b"retired" not in page.content
+    assert b"MCP servers" in page.content
+
+
+def test_an_owner_chooses_the_default_model(signed_in, acme, alice, model) -> None:
+    client = signed_in(alice)
+    url = reverse("integrations:team_model", args=[acme.pk])
+    response = client.post(url, {"model": model.pk}, follow=True)
+    assert TeamAIConfig.objects.get(team=acme).default_model == model
+    assert b"The default model is saved." in response.content
+    assert response.context["model_form"].initial["model"] == model.pk
+    client.post(url, {"model": ""})
+    assert TeamAIConfig.objects.get(team=acme).default_model is None
+
+
+def test_a_disabled_model_cannot_be_chosen(signed_in, acme, alice, model) -> None:
+    off = ModelConfig.objects.create(provider=model.provider, model_id="retired", enabled=False)
+    response = signed_in(alice).post(reverse("integrations:team_model", args=[acme.pk]),
+                                     {"model": off.pk})
+    assert response.status_code == 200 and b"errorlist" in response.content
+    assert not TeamAIConfig.objects.filter(team=acme).exists()
+
+
+def test_an_admin_may_set_the_model_too(signed_in, acme, bob, model) -> None:
+    Membership.objects.filter(team=acme, user=bob).update(role=Role.ADMIN)
+    signed_in(bob).post(reverse("integrations:team_model", args=[acme.pk]), {"model": model.pk})
+    assert TeamAIConfig.objects.get(team=acme).default_model == model
+
+
+def test_the_tool_list_shows_each_tools_own_rule(signed_in, acme, alice) -> None:
+    defaults = {tool.name: tool.default for tool in builtin_tools()}
+    assert defaults["Write"] == "asks" and defaults["Read"] == "runs unasked"
+    assert defaults["Bash"] == "asks for some calls"
+    page = signed_in(alice).get(reverse("integrations:team_settings", args=[acme.pk]))
+    assert b"Default: asks for some calls" in page.content and b"read-only" in page.content
+
+
+def test_the_choices_become_the_policy_lists(signed_in, acme: Team, alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_tools", args=[acme.pk]),
+                                     tools_data(Read="require", Write="exempt"), follow=True)
+    acme.refresh_from_db()
+    assert acme.tool_policy == {"require": ["Read"], "exempt": ["Write"]}
+    assert b"The tool policy is saved." in response.content
+    form = response.context["tools_form"]
+    assert (form["Read"].initial, form["Write"].initial, form["Bash"].initial) == (
+        "require", "exempt", "default")
+
+
+def test_policy_entries_for_other_tools_are_kept(signed_in, acme: Team, alice) -> None:
+    acme.tool_policy = {"require": ["mcp_deploy", "Bash"], "exempt": ["mcp_lookup"]}
+    acme.save()
+    signed_in(alice).post(reverse("integrations:team_tools", args=[acme.pk]),
+                          tools_data(Glob="require"))
+    acme.refresh_from_db()
+    assert acme.tool_policy == {"require": ["mcp_deploy", "Glob"], "exempt": ["mcp_lookup"]}
+
+
+def test_an_incomplete_tool_form_changes_nothing(signed_in, acme: Team, alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_tools", args=[acme.pk]),
+                                     {"Read": "require"})
+    assert response.status_code == 200 and b"errorlist" in response.content
+    acme.refresh_from_db()
+    assert acme.tool_policy == {}
