@@ -67,8 +67,11 @@ class ToolRegistry:
         return [convert(definition) for definition in self.definitions()]
 
     def validate(self, name: str, arguments: dict[str, Any]) -> str | None:
-        """None when ``arguments`` fit the schema, else a message the model can act on."""
-        validator = self._validators[name]
+        """None when ``arguments`` fit the schema, else a message the model can act on (also
+        when the tool went away meanwhile, e.g. an MCP server's ``tools/list_changed``)."""
+        validator = self._validators.get(name)
+        if validator is None:
+            return f"The tool {name!r} is no longer available; choose another."
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if not errors:
             return None

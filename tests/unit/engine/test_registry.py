@@ -120,3 +120,10 @@ def test_openai_gets_the_tool_message_then_the_people_in_order() -> None:
     messages = body("openai")["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "user", "user"]
     assert "alice" in str(messages[3]["content"]) and "bob" in str(messages[4]["content"])
+
+
+def test_a_tool_removed_meanwhile_is_a_message_not_a_crash() -> None:
+    registry = ToolRegistry([Probe()])
+    registry.unregister("Probe")
+    assert registry.validate("Probe", {"path": "a"}) == (
+        "The tool 'Probe' is no longer available; choose another.")

@@ -1,0 +1,346 @@
+"""One MCP server's connection for one run: started, served and closed by one owner task.
+
+The SDK's transports and sessions are anyio task groups and cancel scopes, which must be entered
+and left by the same task; so each server gets an owner task (:meth:`ServerConnection.run`) that
+opens the SDK ``Client``, lists the tools, serves until :meth:`stop`, and closes it. Tool calls
+come from the executor's tasks and only send requests on the open session.
+
+Deadlines (anyio cancel scopes, not native task cancellation, so the SDK's shielded stdio
+shutdown always runs: stdin closed, 2 s, SIGTERM to the process group, 2 s, SIGKILL):
+``connect_timeout_s`` covers starting, initializing and the first ``tools/list``, and each later
+``tools/list``; ``call_timeout_s`` each ``tools/call`` (on timeout the SDK sends
+``notifications/cancelled``); closing has :data:`CLOSE_TIMEOUT_S`.
+
+``notifications/tools/list_changed`` (sent unasked by servers of protocol 2025-11-25 and
+earlier; on 2026-07-28 only on a ``subscriptions/listen`` stream, which is opened when the server
+declares ``tools.listChanged``) marks the listing stale; a refresh task lists the tools again and
+the manager updates the run's registry. A tool call that saw such a notification before its
+result waits for that refresh before it returns, so the next model call offers the new tools.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, ExitStack
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import anyio
+import anyio.lowlevel
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.subscriptions import ListenNotSupportedError, Subscription, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from apps.engine.errors import ToolError
+from apps.engine.mcp.config import McpServerSpec
+from apps.engine.mcp.transport import StdioLaunch, open_transport, stdio_launch
+from apps.engine.tools.net import NetworkPolicy, Resolver, UrlRefused
+from apps.engine.tools.sandbox import SandboxStatus
+
+__all__ = ["CLOSE_TIMEOUT_S", "ConnectionState", "ServerConnection"]
+
+logger = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 10.0
+MAX_LIST_PAGES = 100
+_STDERR_TAIL_CHARS = 600
+_SECRET_MIN_CHARS = 6  # shorter values ("1", "true") would blank out ordinary words
+
+ConnectionState = Literal["connecting", "connected", "failed", "lost", "closed"]
+Warn = Callable[[str], Awaitable[None]]
+ToolsChanged = Callable[["ServerConnection"], Awaitable[None]]
+
+
+class ServerConnection:
+    """The connection to ``spec``'s server (``key``: its position in the run's list).
+
+    ``state`` and ``detail`` (a sentence for people), ``listing`` (every tool the server listed
+    last), ``protocol_version`` and ``sandbox_note`` once known. ``on_tools_changed`` is awaited
+    after each refreshed listing, ``warn`` with each problem found while serving.
+    """
+
+    def __init__(self, key: int, spec: McpServerSpec, *, client_info: types.Implementation,
+                 policy: NetworkPolicy, resolver: Resolver | None, warn: Warn,
+                 on_tools_changed: ToolsChanged) -> None:
+        self.key = key
+        self.spec = spec
+        self.name = spec.name
+        self.state: ConnectionState = "connecting"
+        self.detail = "connecting"
+        self.listing: list[types.Tool] = []
+        self.protocol_version: str | None = None
+        self.sandbox_note: str | None = None
+        self.ready = anyio.Event()
+        self._client_info = client_info
+        self._policy = policy
+        self._resolver = resolver
+        self._warn_sink = warn
+        self._secrets = _secret_values(spec)
+        self._on_tools_changed = on_tools_changed
+        self._client: Client | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._stop = anyio.Event()
+        self._dirty = anyio.Event()
+        self._settled = anyio.Event()
+        self._settled.set()
+
+    # -- the owner task ---------------------------------------------------------------------
+    async def run(self, sandbox: SandboxStatus, registered: anyio.Event) -> None:
+        """Connect, serve until :meth:`stop`, close. Never raises (an exception here would
+        cancel every other server); ``ready`` is set once connected or failed."""
+        try:
+            with ExitStack() as files:
+                await self._run(sandbox, registered, files)
+        except Exception as exc:  # a bug or an SDK surprise: this server only
+            logger.exception("MCP server %r: the connection task failed", self.name)
+            if self.state == "connecting":
+                self._fail(_describe(exc))
+        finally:
+            self._client = None
+            if self.state in ("connecting", "connected"):
+                self.state, self.detail = "closed", "closed"
+            self.ready.set()
+            self._settled.set()
+
+    async def _run(self, sandbox: SandboxStatus, registered: anyio.Event,
+                   files: ExitStack) -> None:
+        launch, errlog = self._prepare(sandbox, files)
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            scope.deadline = anyio.current_time() + self.spec.connect_timeout_s
+            if self._stop.is_set():  # stopped before this task got here
+                scope.cancel()
+            try:
+                transport = open_transport(self.spec, launch=launch, errlog=errlog,
+                                           policy=self._policy, resolver=self._resolver)
+                async with Client(transport, mode="auto", client_info=self._client_info,
+                                  message_handler=self._on_message, cache=None) as client, \
+                        AsyncExitStack() as stack:
+                    changes = await self._subscribe(client, stack)  # before listing: no gap
+                    listing = await self._list_tools(client)
+                    scope.deadline = math.inf
+                    self._connected(client, listing)
+                    await self._serve(client, changes, registered)
+                    scope.deadline = anyio.current_time() + CLOSE_TIMEOUT_S
+            except Exception as exc:
+                if self.state == "connecting":
+                    self._fail(_describe(exc) + _stderr_tail(errlog))
+                elif not self._stop.is_set():
+                    await self._lost(_describe(exc))
+                else:
+                    logger.info("MCP server %r closed with %r", self.name, exc)
+        if scope.cancelled_caught and self.state == "connecting":
+            why = ("the run ended before it started" if self._stop.is_set()
+                   else f"it did not start within {self.spec.connect_timeout_s:g} s")
+            self._fail(why + _stderr_tail(errlog))
+
+    def _prepare(self, sandbox: SandboxStatus, files: ExitStack
+                 ) -> tuple[StdioLaunch | None, TextIO | None]:
+        """A stdio server's launch, its private home directory and its stderr file."""
+        if self.spec.transport != "stdio":
+            return None, None
+        home = Path(files.enter_context(tempfile.TemporaryDirectory(
+            prefix="confab-mcp-", ignore_cleanup_errors=True)))
+        errlog = files.enter_context(tempfile.TemporaryFile(  # noqa: SIM115 (the stack closes it)
+            "w+", encoding="utf-8", errors="replace"))
+        launch = stdio_launch(self.spec, home.resolve(), sandbox)
+        self.sandbox_note = launch.note
+        return launch, errlog
+
+    def _connected(self, client: Client, listing: list[types.Tool]) -> None:
+        self._client = client
+        self.listing = listing
+        self.protocol_version = client.protocol_version
+        self.state, self.detail = "connected", f"connected (protocol {client.protocol_version})"
+        self.ready.set()
+
+    def _fail(self, detail: str) -> None:
+        self.state, self.detail = "failed", self.redact(detail)
+        self.ready.set()
+
+    def redact(self, text: str) -> str:
+        """``text`` without the values of the spec's ``env`` and ``headers``: what a server
+        prints or answers may quote them, and warnings and tool errors reach the room."""
+        for secret in self._secrets:
+            text = text.replace(secret, "[secret]")
+        return text
+
+    async def _warn(self, message: str) -> None:
+        await self._warn_sink(self.redact(message))
+
+    async def _serve(self, client: Client, changes: Subscription | None,
+                     registered: anyio.Event) -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._refresh_loop, client, registered)
+            if changes is not None:
+                tasks.start_soon(self._follow, changes)
+            await self._stop.wait()
+            tasks.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        """Ask the owner task to close the connection (from any task); a connection still
+        starting is abandoned at once."""
+        self._stop.set()
+        if self.state == "connecting" and self._scope is not None:
+            self._scope.cancel()
+
+    # -- tools/list and list_changed --------------------------------------------------------
+    async def _list_tools(self, client: Client) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+        raise MCPError(types.INTERNAL_ERROR, f"tools/list gave more than {MAX_LIST_PAGES} pages")
+
+    async def _subscribe(self, client: Client, stack: AsyncExitStack) -> Subscription | None:
+        """On 2026-07-28 a server sends tool list changes only on a ``subscriptions/listen``
+        stream, when it declares ``tools.listChanged``: open it (acknowledged) or give None."""
+        tools = client.server_capabilities.tools
+        if (client.protocol_version not in MODERN_PROTOCOL_VERSIONS or tools is None
+                or not tools.list_changed):
+            return None
+        try:
+            return await stack.enter_async_context(client.listen(tools_list_changed=True))
+        except (ListenNotSupportedError, SubscriptionLost, MCPError) as exc:
+            logger.info("MCP server %r: no tool list changes (%s)", self.name, exc)
+            return None
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._mark_stale()
+        elif isinstance(message, Exception):
+            logger.info("MCP server %r: transport error %r", self.name, message)
+
+    def _mark_stale(self) -> None:
+        if self._settled.is_set():
+            self._settled = anyio.Event()
+        self._dirty.set()
+
+    async def _follow(self, changes: Subscription) -> None:
+        """Drain the listen stream (its events also reach ``_on_message``)."""
+        try:
+            async for _event in changes:
+                self._mark_stale()
+        except SubscriptionLost as exc:
+            logger.info("MCP server %r: no more tool list changes (%s)", self.name, exc)
+
+    async def _refresh_loop(self, client: Client, registered: anyio.Event) -> None:
+        await registered.wait()  # the manager has named and registered the first listing
+        while True:
+            await self._dirty.wait()
+            self._dirty = anyio.Event()
+            try:
+                with anyio.fail_after(self.spec.connect_timeout_s):
+                    listing = await self._list_tools(client)
+            except Exception as exc:
+                await self._warn(f"MCP server '{self.name}' changed its tools but listing them "
+                                 f"again failed ({_describe(exc)}); it keeps its old tools.")
+            else:
+                self.listing = listing
+                await self._on_tools_changed(self)
+            if not self._dirty.is_set():
+                self._settled.set()
+
+    async def settled(self) -> None:
+        """Wait (at most ``connect_timeout_s``) for a tool list refresh in progress."""
+        with anyio.move_on_after(self.spec.connect_timeout_s):
+            await self._settled.wait()
+
+    # -- tools/call -------------------------------------------------------------------------
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Call ``tool`` with ``arguments``; every failure to get an answer is a ToolError.
+
+        Cancelling the calling task cancels the request (the SDK sends
+        ``notifications/cancelled``, or aborts the HTTP request on 2026-07-28).
+        """
+        client = self._client
+        if client is None or self.state != "connected":
+            raise ToolError(f"The MCP server '{self.name}' is not connected ({self.detail}).")
+        try:
+            result = await client.call_tool(tool, arguments,
+                                            read_timeout_seconds=self.spec.call_timeout_s)
+        except MCPError as exc:
+            raise await self._call_error(tool, exc) from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream,
+                httpx2.HTTPError, OSError) as exc:
+            await self._lost(f"{type(exc).__name__}: {exc}")
+            raise ToolError(self.redact(
+                f"The connection to the MCP server '{self.name}' failed during the call "
+                f"({type(exc).__name__}: {exc}).")) from exc
+        await anyio.lowlevel.checkpoint()  # let a list_changed that came first be seen
+        await self.settled()
+        return result
+
+    async def _call_error(self, tool: str, exc: MCPError) -> ToolError:
+        if exc.code == REQUEST_TIMEOUT:
+            return ToolError(f"{tool} on the MCP server '{self.name}' did not answer within "
+                             f"{self.spec.call_timeout_s:g} s; the call was cancelled.")
+        if exc.code == CONNECTION_CLOSED:
+            await self._lost("the connection closed")
+            return ToolError(f"The MCP server '{self.name}' closed the connection during the "
+                             "call (it may have crashed or exited).")
+        return ToolError(self.redact(f"The MCP server '{self.name}' answered the call of "
+                                     f"{tool} with an error: {exc.message}"))
+
+    async def _lost(self, why: str) -> None:
+        if self.state != "connected":
+            return
+        self.state, self.detail = "lost", f"lost ({why})"
+        await self._warn(f"MCP server '{self.name}' stopped answering ({why}); its tools fail "
+                         "for the rest of this run.")
+
+
+def _secret_values(spec: McpServerSpec) -> list[str]:
+    """The configured values worth hiding (a header's token too), longest first."""
+    values: set[str] = set()
+    for value in (*spec.env.values(), *spec.headers.values()):
+        values.update(part for part in (value, *value.split()) if len(part) >= _SECRET_MIN_CHARS)
+    return sorted(values, key=len, reverse=True)
+
+
+def _describe(exc: BaseException) -> str:
+    """Why a connection failed, as a short clause for people."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, UrlRefused):
+        return f"its URL was refused: {exc.reason}"
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+        return "it closed the connection before it was ready"
+    if isinstance(exc, MCPError):
+        return f"it failed to initialize: {exc.message}"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"it answered HTTP {exc.response.status_code}"
+    if isinstance(exc, httpx2.HTTPError):
+        return f"it could not be reached ({type(exc).__name__}: {exc})"
+    if isinstance(exc, OSError):
+        return f"it could not be started ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _stderr_tail(errlog: TextIO | None) -> str:
+    """The end of what a stdio server wrote to stderr, as a suffix for a failure detail."""
+    if errlog is None:
+        return ""
+    try:
+        errlog.seek(0)
+        text = errlog.read().strip()
+    except (OSError, ValueError):
+        return ""
+    text = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+    if not text:
+        return ""
+    if len(text) > _STDERR_TAIL_CHARS:  # the headline of an error and where it ended
+        half = _STDERR_TAIL_CHARS // 2
+        text = f"{text[:half]} ... {text[-half:]}"
+    return f"; its error output: {text}"

@@ -1,0 +1,263 @@
+"""McpManager: a run's MCP servers, connected together, their tools in the run's registry.
+
+One manager per run (DESIGN 2.7)::
+
+    async with McpManager(specs, registry=registry, allow_private_network=False,
+                          on_warning=publish) as mcp:
+        runner = AgentRunner(provider, registry, ...)
+
+- Entering starts every server at once (each bounded by its ``connect_timeout_s``); a server that
+  fails to start, initialize or list its tools is skipped with a :class:`WarningEvent` (given to
+  ``on_warning`` and kept in ``warnings``) and the run goes on with the others.
+- Each allowed tool is registered as ``mcp__<server>__<tool>`` (:mod:`.adapter`), in the order of
+  ``specs`` and then of each server's listing, so names are the same from run to run.
+- ``tools/list_changed`` updates the registry in place: removed tools are unregistered, new and
+  changed ones (re)registered under their run-stable names.
+- Leaving closes every connection (stdio processes end and are reaped, with their pipes and
+  temporary directories; HTTP sessions are terminated) and unregisters the tools. Leaving waits
+  for that even when the leaving task is cancelled, then re-raises the cancellation.
+
+The servers live in a supervisor task of their own holding an anyio task group, so the host's
+task (a Channels consumer or the run worker) is never inside an anyio cancel scope of ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+
+import anyio
+import mcp_types as types
+from jsonschema import SchemaError
+
+from apps.engine.events import WarningEvent
+from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
+from apps.engine.mcp.config import McpServerSpec
+from apps.engine.mcp.connection import ConnectionState, ServerConnection
+from apps.engine.tools.base import Concurrency
+from apps.engine.tools.net import NetworkPolicy, Resolver
+from apps.engine.tools.registry import ToolRegistry
+from apps.engine.tools.sandbox import SandboxStatus, resolve_status
+
+__all__ = ["McpManager", "McpToolInfo", "ServerStatus", "WarningSink", "probe_server"]
+
+logger = logging.getLogger(__name__)
+
+WarningSink = Callable[[WarningEvent], Awaitable[None] | None]
+"""Where warnings go as they happen (sync or async); e.g. the run's event publisher."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolInfo:
+    """A tool a server listed: its MCP ``name``, the run's ``tool_name`` for it (None when the
+    allow-list leaves it out or it could not be registered), ``description``, ``read_only``
+    (runs beside other safe calls), ``requires_approval``."""
+
+    name: str
+    tool_name: str | None
+    description: str
+    read_only: bool
+    requires_approval: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """One server as a person sees it: ``state`` ("connected", "failed", "lost", "closed",
+    "connecting"), ``detail`` (a sentence: why it failed), ``protocol_version``, ``sandbox``
+    (stdio: how it runs) and its ``tools``."""
+
+    name: str
+    transport: str
+    state: ConnectionState
+    detail: str
+    protocol_version: str | None
+    sandbox: str | None
+    tools: tuple[McpToolInfo, ...]
+
+
+class McpManager:
+    """The MCP servers of one run (see the module doc).
+
+    ``registry``: the run's registry to add the tools to (a new one when None);
+    ``allow_private_network`` / ``allowed_networks``: the SSRF policy for HTTP servers (the host
+    settings WebFetch obeys; see :mod:`apps.engine.tools.net`); ``sandbox``: the host setting
+    for stdio servers ("auto": bubblewrap when it works; "off"); ``resolver``: DNS for the guard
+    (tests); ``client_name``/``client_version``: how confab introduces itself to servers.
+    """
+
+    def __init__(self, specs: Sequence[McpServerSpec], *, registry: ToolRegistry | None = None,
+                 allow_private_network: bool = False, allowed_networks: Iterable[str] = (),
+                 sandbox: str = "auto", on_warning: WarningSink | None = None,
+                 resolver: Resolver | None = None, client_name: str = "confab",
+                 client_version: str = "0.1.0") -> None:
+        self.registry = registry if registry is not None else ToolRegistry()
+        self.warnings: list[WarningEvent] = []
+        self._on_warning = on_warning
+        self._sandbox_setting = sandbox
+        self._namer = ToolNamer()
+        self._tools: dict[int, dict[str, McpTool]] = {}
+        self._registered = anyio.Event()
+        self._ready = asyncio.Event()
+        self._supervisor: asyncio.Task[None] | None = None
+        policy = NetworkPolicy.build(allow_private_network=allow_private_network,
+                                     allowed_networks=allowed_networks)
+        info = types.Implementation(name=client_name, version=client_version)
+        self._connections = [
+            ServerConnection(key, spec, client_info=info, policy=policy, resolver=resolver,
+                             warn=self._warn, on_tools_changed=self._tools_changed)
+            for key, spec in enumerate(specs)]
+
+    # -- lifetime -----------------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        if self._supervisor is not None:
+            raise RuntimeError("an McpManager is entered once")
+        sandbox = await self._sandbox_status()
+        self._supervisor = asyncio.create_task(self._supervise(sandbox), name="mcp-servers")
+        try:
+            await self._ready.wait()
+            for connection in self._connections:
+                if connection.state == "connected":
+                    await self._register(connection)
+                else:
+                    await self._warn(f"MCP server '{connection.name}' is unavailable for this "
+                                     f"run: {connection.detail}.")
+        except BaseException:
+            await self._close()
+            raise
+        self._registered.set()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self._close()
+
+    async def _sandbox_status(self) -> SandboxStatus:
+        if not any(c.spec.transport == "stdio" and c.spec.sandbox for c in self._connections):
+            return SandboxStatus(False, "not sandboxed: no stdio server asks for it")
+        # The first probe starts a real sandbox (up to 10 s), then it is cached per binary.
+        return await asyncio.to_thread(resolve_status, self._sandbox_setting)
+
+    async def _supervise(self, sandbox: SandboxStatus) -> None:
+        try:
+            async with anyio.create_task_group() as servers:
+                for connection in self._connections:
+                    servers.start_soon(connection.run, sandbox, self._registered)
+                for connection in self._connections:
+                    await connection.ready.wait()
+                self._ready.set()
+        finally:
+            self._ready.set()
+
+    async def _close(self) -> None:
+        """Stop every connection and wait until they are closed, even if cancelled meanwhile."""
+        for connection in self._connections:
+            connection.stop()
+        cancelled = False
+        supervisor = self._supervisor
+        while supervisor is not None and not supervisor.done():
+            try:
+                await asyncio.shield(supervisor)
+            except asyncio.CancelledError:
+                cancelled = True  # ours: finish closing first, then re-raise it
+            except Exception:
+                logger.exception("the MCP supervisor failed")
+        self._unregister_all()
+        if cancelled:
+            raise asyncio.CancelledError
+
+    # -- the registry -------------------------------------------------------------------------
+    async def _register(self, connection: ServerConnection) -> None:
+        """Make the registry hold exactly ``connection``'s current allowed tools."""
+        spec = connection.spec
+        old = self._tools.get(connection.key, {})
+        new: dict[str, McpTool] = {}
+        problems: list[str] = []
+        for listed in connection.listing:
+            if not spec.allows(listed.name) or listed.name in new:
+                continue
+            name = self._namer.name(connection.key, spec.name, listed.name)
+            new[listed.name] = McpTool(
+                tool_spec(name, spec.name, listed, call_timeout_s=spec.call_timeout_s),
+                connection, listed.name)
+        for mcp_name, tool in old.items():
+            if mcp_name not in new or new[mcp_name].spec != tool.spec:
+                self._unregister(tool)
+        for mcp_name, tool in list(new.items()):
+            previous = old.get(mcp_name)
+            if previous is not None and previous.spec == tool.spec:
+                new[mcp_name] = previous
+                continue
+            try:
+                self.registry.register(tool)
+            except (ValueError, SchemaError) as exc:
+                del new[mcp_name]
+                problems.append(f"{mcp_name} ({str(exc).splitlines()[0]})")
+        self._tools[connection.key] = new
+        if problems:
+            await self._warn(f"MCP server '{spec.name}': tools left out: {'; '.join(problems)}.")
+
+    async def _tools_changed(self, connection: ServerConnection) -> None:
+        await self._register(connection)
+
+    def _unregister(self, tool: McpTool) -> None:
+        if self.registry.get(tool.spec.name) is tool:
+            self.registry.unregister(tool.spec.name)
+
+    def _unregister_all(self) -> None:
+        for tools in self._tools.values():
+            for tool in tools.values():
+                self._unregister(tool)
+        self._tools.clear()
+
+    # -- reporting ----------------------------------------------------------------------------
+    async def _warn(self, message: str) -> None:
+        event = WarningEvent(message=message)
+        self.warnings.append(event)
+        logger.warning("%s", message)
+        if self._on_warning is None:
+            return
+        try:
+            outcome = self._on_warning(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:  # a failing sink must not take a server or the run down
+            logger.exception("the MCP warning sink failed")
+
+    def tools(self) -> list[McpTool]:
+        """The MCP tools registered now, in registration order."""
+        return [tool for tools in self._tools.values() for tool in tools.values()]
+
+    def status(self) -> list[ServerStatus]:
+        """Every server's state, in the order of ``specs``."""
+        return [self._status(connection) for connection in self._connections]
+
+    def _status(self, connection: ServerConnection) -> ServerStatus:
+        registered = self._tools.get(connection.key, {})
+        infos = []
+        for listed in connection.listing:
+            spec = tool_spec("-", connection.name, listed, call_timeout_s=1.0)
+            tool = registered.get(listed.name)
+            infos.append(McpToolInfo(
+                name=listed.name, tool_name=tool.spec.name if tool else None,
+                description=spec.description, read_only=spec.concurrency is Concurrency.ALWAYS,
+                requires_approval=spec.requires_approval))
+        return ServerStatus(
+            name=connection.name, transport=connection.spec.transport, state=connection.state,
+            detail=connection.detail, protocol_version=connection.protocol_version,
+            sandbox=connection.sandbox_note, tools=tuple(infos))
+
+
+async def probe_server(spec: McpServerSpec, *, allow_private_network: bool = False,
+                       allowed_networks: Iterable[str] = (), sandbox: str = "auto",
+                       resolver: Resolver | None = None) -> ServerStatus:
+    """Connect to ``spec``'s server, list its tools and disconnect: the admin's "test
+    connection". A failure is in the returned status (``state == "failed"``), not raised."""
+    async with McpManager([spec], allow_private_network=allow_private_network,
+                          allowed_networks=allowed_networks, sandbox=sandbox,
+                          resolver=resolver) as manager:
+        return manager.status()[0]
