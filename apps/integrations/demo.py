@@ -14,6 +14,7 @@ from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
 __all__ = ["OFFLINE_MODEL", "ensure_demo_models"]
 
 OFFLINE_MODEL = "confab-offline"
+DEFAULT_FAKELLM_URL = "http://127.0.0.1:8001"
 
 # env var of the key -> (provider name, kind, profile, base URL, base URL env override)
 REAL_PROVIDERS = (
@@ -51,10 +52,14 @@ def _default_models(provider: ProviderConfig) -> None:
             "max_output_tokens": info.max_output_tokens or 8_192})
 
 
-def ensure_demo_models(team: Team, *, fakellm_url: str) -> ModelConfig:
-    """Create or refresh the demo providers; the offline model becomes the team's default."""
-    offline_provider = _provider("Offline scripted model (fakellm)", "anthropic", "",
-                                 fakellm_url.rstrip("/"), "")
+def ensure_demo_models(team: Team, *, fakellm_url: str | None) -> ModelConfig:
+    """Create or refresh the demo providers. ``fakellm_url``: where the offline model listens
+    (None: keep the stored address, or the default for a new one). The offline model becomes
+    the team's default unless the team already chose one."""
+    name = "Offline scripted model (fakellm)"
+    stored = ProviderConfig.objects.filter(name=name).values_list("base_url", flat=True).first()
+    url = fakellm_url or stored or DEFAULT_FAKELLM_URL
+    offline_provider = _provider(name, "anthropic", "", url.rstrip("/"), "")
     offline, _ = ModelConfig.objects.update_or_create(
         provider=offline_provider, model_id=OFFLINE_MODEL,
         defaults={"display_name": "Offline scripted model", "context_window": 200_000,
@@ -64,5 +69,9 @@ def ensure_demo_models(team: Team, *, fakellm_url: str) -> ModelConfig:
         if key:
             url = (os.environ.get(base_env) if base_env else None) or base_url
             _default_models(_provider(name, kind, profile, url, key))
-    TeamAIConfig.objects.update_or_create(team=team, defaults={"default_model": offline})
+    choice, _ = TeamAIConfig.objects.get_or_create(team=team,
+                                                   defaults={"default_model": offline})
+    if choice.default_model_id is None:
+        choice.default_model = offline
+        choice.save(update_fields=["default_model"])
     return offline

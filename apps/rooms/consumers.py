@@ -40,7 +40,8 @@ from apps.rooms.services.runs import run_answer, run_decide, run_stop
 from apps.rooms.state import conversation_state
 from apps.rooms.sweeper import ensure_sweeper
 
-__all__ = ["ConversationConsumer", "CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND"]
+__all__ = ["CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND", "ConversationConsumer",
+           "NotFoundConsumer"]
 
 CLOSE_NOT_AUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -75,7 +76,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                                            self.channel_name)
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         self.joined = True
-        await self._catch_up(self._after_seq(), membership)
+        after_seq = self._after_seq()
+        if after_seq is not None:  # nobody has seen beyond the log: a higher value is a mistake
+            after_seq = min(after_seq, conversation.last_seq)
+        await self._catch_up(after_seq, membership)
         await self._announce()
         ensure_sweeper()
 
@@ -135,7 +139,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                       ) -> None:
         try:
             content = json.loads(text_data if text_data is not None else bytes_data or b"")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             await self._error(ApplicationError(ErrorCode.BAD_FRAME, "frames are JSON objects"))
             return
         await self.receive_json(content)
@@ -233,3 +237,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         people = {person["id"]: person for person in self.present.values()}
         await self.send_json({"type": "presence",
                               "present": sorted(people.values(), key=lambda p: p["name"])})
+
+
+class NotFoundConsumer(AsyncJsonWebsocketConsumer):
+    """Any other socket path (``/ws/conversations/abc/``...): the same answer as a conversation
+    that does not exist, instead of a server error."""
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=CLOSE_NOT_FOUND)

@@ -63,8 +63,8 @@ class Message(TimeStampedModel):
     ``position`` orders the history the model sees (messages are positioned when they join
     it: a pending message gets its position when it is injected). ``compacted`` messages were
     replaced by a summary (which takes the position of the last of them): kept for the export,
-    left out of the model's history. ``client_id``
-    makes a person's resend idempotent.
+    left out of the model's history. ``client_id`` makes a person's resend idempotent (unique
+    per author: two people may pick the same one).
     """
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
@@ -90,7 +90,7 @@ class Message(TimeStampedModel):
     class Meta:
         ordering = ["position", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "client_id"],
+            models.UniqueConstraint(fields=["conversation", "author", "client_id"],
                                     condition=Q(client_id__isnull=False),
                                     name="one_message_per_client_id"),
             models.UniqueConstraint(fields=["conversation", "position"],

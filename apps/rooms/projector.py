@@ -38,8 +38,7 @@ from apps.engine.events import (
 )
 from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
-from apps.rooms.services.events import conversation_lock, events_append
-from apps.rooms.services.messages import positions_allocate
+from apps.rooms.services.events import conversation_lock, events_append, positions_allocate
 from apps.rooms.services.runs import run_set_status
 from apps.rooms.transcript import message_fields
 

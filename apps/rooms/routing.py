@@ -7,16 +7,17 @@ connections must come from an allowed origin, while token clients (scripts) may 
 from __future__ import annotations
 
 from channels.routing import URLRouter
-from django.urls import path
+from django.urls import path, re_path
 
 from apps.accounts.auth import TokenAuthMiddleware
 from apps.realtime.groups import RUN_CHANNEL
-from apps.rooms.consumers import ConversationConsumer
+from apps.rooms.consumers import ConversationConsumer, NotFoundConsumer
 from apps.rooms.worker import RunWorkerConsumer
 
 __all__ = ["RUN_CHANNEL", "run_worker", "websocket_application"]
 
 websocket_application = TokenAuthMiddleware(URLRouter([
     path("ws/conversations/<int:conversation_id>/", ConversationConsumer.as_asgi()),
+    re_path(r"", NotFoundConsumer.as_asgi()),
 ]))
 run_worker = RunWorkerConsumer.as_asgi()

@@ -13,12 +13,11 @@ from django.db import connection, transaction
 
 from apps.accounts.models import Membership
 from apps.rooms.models import Conversation, ConversationEvent, Message, Run
-from apps.rooms.services.runs import active_run
+from apps.rooms.services.runs import active_run, waiting_for
 from apps.rooms.transcript import message_json
 
 __all__ = ["conversation_state", "run_json"]
 
-_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received")
 
 
 def run_json(run: Run) -> dict[str, Any]:
@@ -54,7 +53,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
                     "role": membership.role},
             "messages": [message_json(m) for m in _in_order(list(messages))],
             "run": run_json(run) if run else None,
-            "waiting": _waiting(run),
+            "waiting": waiting_for(run),
             "todos": _todos(conversation_id),
         }
 
@@ -64,24 +63,6 @@ def _in_order(messages: list[Message]) -> list[Message]:
     placed = [m for m in messages if m.position is not None]
     rest = [m for m in messages if m.position is None]
     return placed + rest
-
-
-def _waiting(run: Run | None) -> dict[str, list[dict[str, Any]]]:
-    """Tool calls waiting for approval and questions waiting for an answer, in the run."""
-    approvals: dict[str, dict[str, Any]] = {}
-    questions: dict[str, dict[str, Any]] = {}
-    if run is not None:
-        for kind, payload in (ConversationEvent.objects.filter(run=run, kind__in=_WAITING_KINDS)
-                              .order_by("seq").values_list("kind", "payload")):
-            if kind == "awaiting_approval":
-                approvals[payload["call_id"]] = payload
-            elif kind == "approval_decided":
-                approvals.pop(payload["call_id"], None)
-            elif kind == "awaiting_input":
-                questions[payload["question_id"]] = payload
-            else:
-                questions.pop(payload["question_id"], None)
-    return {"approvals": list(approvals.values()), "questions": list(questions.values())}
 
 
 def _todos(conversation_id: int) -> list[dict[str, str]]:

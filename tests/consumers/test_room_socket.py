@@ -10,6 +10,7 @@ from apps.accounts.models import Role, User
 from apps.accounts.services import membership_remove, membership_set_role
 from apps.rooms.models import ConversationEvent, Message, Run, RunStatus
 from tests.consumers.conftest import connect, script
+from tests.integration.personas import mint_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -251,4 +252,91 @@ async def test_presence_lists_who_is_here(alice: User, bob: User, conversation) 
     await b.close()
     left = await a.until(lambda f: f["type"] == "presence" and "present" in f)
     assert [p["name"] for p in left["present"]] == ["Alice"]
+    await a.close()
+
+
+async def test_a_decision_for_a_call_that_is_not_waiting_is_refused(
+        alice: User, bob: User, conversation, worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(
+        {"tool_call": {"name": "Write", "arguments": {"file_path": "p1.txt", "content": "1"}}},
+        {"tool_call": {"name": "Write", "arguments": {"file_path": "p2.txt", "content": "2"}}},
+        {"text": "done"})})
+    first = await b.until_event("awaiting_approval")
+    while len([f for f in b.events if f["event"]["kind"] == "tool_call_ready"]) < 2:
+        await b.frame()
+    second = next(f["event"]["call"]["id"] for f in b.events
+                  if f["event"]["kind"] == "tool_call_ready"
+                  and f["event"]["call"]["id"] != first["call_id"])
+    for early in (second, "bogus"):
+        await b.send({"type": "decide", "tool_call_id": early, "decision": "approve"})
+        refused = await b.until(lambda f: f["type"] == "error")
+        assert refused["code"] == "conflict"
+    await b.send({"type": "decide", "tool_call_id": first["call_id"], "decision": "approve"})
+    later = await b.until_event("awaiting_approval")
+    assert later["call_id"] == second
+    await b.send({"type": "decide", "tool_call_id": second, "decision": "approve"})
+    assert (await a.until_event("run_ended"))["status"] == "completed"
+    await a.close()
+    await b.close()
+
+
+async def test_two_people_may_use_the_same_client_id(alice: User, bob: User, conversation,
+                                                     worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    await b.send({"type": "send", "client_id": "1", "text": script({"text": LONG})})
+    from_bob = await b.until(lambda f: f["type"] == "ack")
+    await a.send({"type": "send", "client_id": "1", "text": "mine"})
+    from_alice = await a.until(lambda f: f["type"] == "ack")
+    assert from_alice["message_id"] != from_bob["message_id"]
+    assert await Message.objects.filter(conversation=conversation, role="user").acount() == 2
+    await b.send({"type": "stop"})
+    await a.until_event("run_ended")
+    await a.close()
+    await b.close()
+
+
+async def test_an_after_seq_beyond_the_log_still_gets_live_events(alice: User, conversation,
+                                                                  worker) -> None:
+    a, _ = await connect(alice, conversation.pk, after_seq=10_000)
+    await a.send({"type": "send", "client_id": "a1", "text": script({"text": "hello"})})
+    assert (await a.until_event("run_ended"))["status"] == "completed"
+    assert a.events[0]["seq"] == 1
+    await a.close()
+
+
+async def test_absurdly_nested_json_is_a_bad_frame(alice: User, conversation) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await a.ws.send_to(text_data="[" * 100_000 + "]" * 100_000)
+    error = await a.until(lambda f: f["type"] == "error")
+    assert error["code"] == "bad_frame"
+    await a.close()
+
+
+@pytest.mark.parametrize("path", ["/ws/conversations/abc/", "/ws/conversations/-1/", "/ws/x"])
+async def test_any_other_socket_path_is_not_found(path: str, alice: User) -> None:
+    from channels.testing import WebsocketCommunicator
+
+    from config.asgi import application
+
+    token = await sync_to_async(mint_token)(alice)
+    ws = WebsocketCommunicator(application, path,
+                               headers=[(b"authorization", f"Bearer {token}".encode())])
+    connected, _ = await ws.connect(timeout=10)
+    assert connected
+    assert (await ws.receive_output(timeout=10)) == {"type": "websocket.close", "code": 4404}
+
+
+async def test_an_answer_to_no_waiting_question_is_refused(alice: User, conversation,
+                                                           worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script({"text": LONG})})
+    await a.until_event("text_delta")
+    await a.send({"type": "answer", "question_id": "nope", "text": "x"})
+    error = await a.until(lambda f: f["type"] == "error")
+    assert error["code"] == "conflict"
+    await a.send({"type": "stop"})
+    await a.until_event("run_ended")
     await a.close()

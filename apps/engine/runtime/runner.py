@@ -122,6 +122,8 @@ class AgentRunner:
         self.turns = 0
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._running = False
+        self._cancel_requested = False
         self._step: StepRun | None = None
         self._anchor: tuple[int, int] | None = None  # (tokens of the last call, history index)
         self._tokens = TokenCounter()
@@ -142,8 +144,12 @@ class AgentRunner:
             await asyncio.gather(self._task, return_exceptions=True)
 
     def cancel(self) -> None:
-        """Stop the run wherever it is; it closes its history and ends ``cancelled``."""
-        if self._task is not None and not self._task.done():
+        """Stop the run wherever it is — also before it has begun; it closes its history and
+        ends ``cancelled``."""
+        self._cancel_requested = True
+        # A task cancelled before its first step would never run its own clean-up, so it is
+        # only cancelled once it runs; until then the flag is enough (``_main`` reads it).
+        if self._running and self._task is not None and not self._task.done():
             self._task.cancel()
 
     async def run(self) -> list[RuntimeEvent]:
@@ -170,8 +176,11 @@ class AgentRunner:
 
     async def _main(self) -> None:
         error_kind: str | None = None
+        self._running = True
         try:
             await self.emit(RunStarted(run_id=self.run_id, model=self.config.model))
+            if self._cancel_requested:
+                raise asyncio.CancelledError  # stopped before it began
             self.status, error_kind = await self._loop()
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]

@@ -12,19 +12,34 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 
 from apps.realtime.groups import conversation_group
 from apps.realtime.publish import group_send_on_commit
-from apps.rooms.models import Conversation, ConversationEvent
+from apps.rooms.models import Conversation, ConversationEvent, Message
 
-__all__ = ["conversation_lock", "events_after", "events_append", "event_append", "seq_allocate"]
+__all__ = [
+    "conversation_lock",
+    "event_append",
+    "events_after",
+    "events_append",
+    "positions_allocate",
+    "seq_allocate",
+]
 
 
 def conversation_lock(conversation_id: int) -> None:
     """Lock the conversation row until the transaction ends: every writer of the transcript's
     order (seq, positions, runs) takes it first, so they queue instead of colliding."""
     list(Conversation.objects.select_for_update().filter(pk=conversation_id).values("pk"))
+
+
+def positions_allocate(conversation_id: int, count: int) -> int:
+    """The first of ``count`` new history positions. Call inside a transaction that holds
+    :func:`conversation_lock`."""
+    last = (Message.objects.filter(conversation_id=conversation_id, compacted=False)
+            .aggregate(m=Max("position"))["m"])
+    return (last or 0) + 1
 
 
 def seq_allocate(conversation_id: int, count: int = 1) -> int:

@@ -14,17 +14,16 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from django.utils import timezone
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.rooms.models import Conversation, Message, MessageStatus, Run, RunStatus
-from apps.rooms.services.events import conversation_lock, event_append
+from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 from apps.rooms.services.runs import run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
-__all__ = ["PostResult", "message_post", "positions_allocate", "require_writer"]
+__all__ = ["PostResult", "message_post", "require_writer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +42,6 @@ def require_writer(membership: Membership) -> None:
         raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers can watch but not take part.")
 
 
-def positions_allocate(conversation_id: int, count: int) -> int:
-    """The first of ``count`` new history positions. Call inside a transaction that holds
-    :func:`conversation_lock`."""
-    last = (Message.objects.filter(conversation_id=conversation_id, compacted=False)
-            .aggregate(m=Max("position"))["m"])
-    return (last or 0) + 1
-
-
 def _rate_limit(conversation: Conversation, user: User) -> None:
     limit = settings.CONFAB["MESSAGES_PER_MINUTE"]
     since = timezone.now() - timedelta(minutes=1)
@@ -66,15 +57,16 @@ def message_post(*, conversation: Conversation, membership: Membership, text: st
     """Store ``text`` from the member; start a run or queue it for the running one."""
     require_writer(membership)
     user = membership.user
-    existing = Message.objects.filter(conversation=conversation, client_id=client_id).first()
+    mine = Message.objects.filter(conversation=conversation, author=user, client_id=client_id)
+    existing = mine.first()
     if existing is not None:
         return PostResult(existing, existing.status == MessageStatus.PENDING, created=False)
     _rate_limit(conversation, user)
     try:
         with transaction.atomic():
             return _post(conversation, user, text, client_id)
-    except IntegrityError:  # the same client_id raced in from another socket
-        existing = Message.objects.get(conversation=conversation, client_id=client_id)
+    except IntegrityError:  # the same client_id raced in from another socket of this person
+        existing = mine.get()
         return PostResult(existing, existing.status == MessageStatus.PENDING, created=False)
 
 

@@ -10,6 +10,7 @@ every message persisted so far, and re-dispatches (or fails) queued runs nobody 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -22,13 +23,14 @@ from apps.realtime.publish import group_send_on_commit, send_on_commit
 from apps.rooms.models import (
     ACTIVE_RUN_STATUSES,
     Conversation,
+    ConversationEvent,
     Message,
     MessageStatus,
     Run,
     RunStatus,
     ToolDecision,
 )
-from apps.rooms.services.events import conversation_lock, event_append
+from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 
 __all__ = [
     "active_run",
@@ -56,6 +58,29 @@ def active_run(conversation: Conversation) -> Run | None:
     """The conversation's active run, if any."""
     return Run.objects.filter(conversation=conversation,
                               status__in=ACTIVE_RUN_STATUSES).first()
+
+
+_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received")
+
+
+def waiting_for(run: Run | None) -> dict[str, list[dict[str, Any]]]:
+    """``{"approvals": [...], "questions": [...]}``: the run's tool calls waiting for a
+    decision and AskUser questions waiting for an answer (their ``awaiting_*`` events), read
+    from the event log."""
+    approvals: dict[str, dict[str, Any]] = {}
+    questions: dict[str, dict[str, Any]] = {}
+    if run is not None:
+        for kind, payload in (ConversationEvent.objects.filter(run=run, kind__in=_WAITING_KINDS)
+                              .order_by("seq").values_list("kind", "payload")):
+            if kind == "awaiting_approval":
+                approvals[payload["call_id"]] = payload
+            elif kind == "approval_decided":
+                approvals.pop(payload["call_id"], None)
+            elif kind == "awaiting_input":
+                questions[payload["question_id"]] = payload
+            else:
+                questions.pop(payload["question_id"], None)
+    return {"approvals": list(approvals.values()), "questions": list(questions.values())}
 
 
 def run_dispatch_on_commit(run: Run) -> None:
@@ -99,16 +124,21 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
 
 def run_decide(*, conversation: Conversation, membership: Membership, tool_call_id: str,
                approve: bool) -> ToolDecision:
-    """Record a member's decision on a waiting tool call (the first decision wins)."""
+    """Record a member's decision on a tool call that waits for one (the first decision
+    wins); a call that is not waiting — not yet, no more, or never — is refused."""
     _require_writer(membership)
     run = active_run(conversation)
     if run is None:
         raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+    waiting = {a["call_id"]: a for a in waiting_for(run)["approvals"]}
+    if tool_call_id not in waiting:
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               "No tool call with that id is waiting for a decision.")
     try:
         with transaction.atomic():
             decision = ToolDecision.objects.create(
-                run=run, tool_call_id=tool_call_id, tool_name="", approved=approve,
-                decided_by=membership.user)
+                run=run, tool_call_id=tool_call_id, tool_name=waiting[tool_call_id]["name"],
+                approved=approve, decided_by=membership.user)
     except IntegrityError:
         raise ApplicationError(ErrorCode.CONFLICT, "Someone already decided.") from None
     group_send_on_commit(run_group(run.pk), {
@@ -119,11 +149,14 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
 
 def run_answer(*, conversation: Conversation, membership: Membership, question_id: str,
                text: str) -> Run:
-    """Pass an answer to the run's waiting AskUser question."""
+    """Pass an answer to the run's waiting AskUser question (the first answer wins; the worker
+    ignores later ones, and a question that is not waiting is refused here)."""
     _require_writer(membership)
     run = active_run(conversation)
     if run is None:
         raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+    if question_id not in {q["question_id"] for q in waiting_for(run)["questions"]}:
+        raise ApplicationError(ErrorCode.CONFLICT, "No question with that id is waiting.")
     group_send_on_commit(run_group(run.pk), {
         "type": "run.answer", "run_id": run.pk, "question_id": question_id, "text": text,
         "by": membership.user.shown_name})
@@ -145,9 +178,8 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
         Run.objects.filter(pk=run_id).update(
             status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
             error_message=error_message[:2000])
-        Message.objects.filter(run_id=run_id, status=MessageStatus.STREAMING).update(
-            status=MessageStatus.ERROR if status != RunStatus.CANCELLED
-            else MessageStatus.CANCELLED)
+        _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
+                          else MessageStatus.ERROR)
         waiting = (Message.objects.filter(conversation_id=run.conversation_id,
                                           status=MessageStatus.PENDING)
                    .select_related("author").order_by("id").first())
@@ -161,6 +193,20 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
             run_id=follow_up.pk)
         run_dispatch_on_commit(follow_up)
         return follow_up
+
+
+def _close_unfinished(run: Run, status: MessageStatus) -> None:
+    """A message still being written when its run ended (its worker died) keeps what was
+    said and takes its place in the history, as a stopped message does: its text and
+    thinking (a half-streamed tool call is dropped: it never ran)."""
+    for message in Message.objects.filter(run=run, status=MessageStatus.STREAMING).order_by("id"):
+        message.content = [{k: v for k, v in block.items() if k in ("type", "text", "thinking")}
+                           for block in message.content
+                           if block.get("type") in ("text", "thinking")]
+        message.status = status
+        if message.content:
+            message.position = positions_allocate(run.conversation_id, 1)
+        message.save(update_fields=["content", "status", "position"])
 
 
 def runs_sweep() -> list[int]:

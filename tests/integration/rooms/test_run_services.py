@@ -126,12 +126,16 @@ def test_the_sweeper_interrupts_silent_runs_and_redispatches_unclaimed_ones(
     old = timezone.now() - timedelta(minutes=5)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, heartbeat_at=old)
     Message.objects.create(conversation=conversation, run=run, role="assistant",
-                           status="streaming", content=[{"type": "text", "text": "half"}])
+                           status="streaming", content=[
+                               {"type": "text", "text": "half"},
+                               {"type": "tool_use", "name": "Bash", "partial_arguments": "{"}])
     assert runs_sweep() == [run.pk]
     run.refresh_from_db()
     assert run.status == RunStatus.INTERRUPTED
     kept = Message.objects.get(conversation=conversation, role="assistant")
     assert kept.status == "error" and kept.content[0]["text"] == "half"  # nothing lost
+    first = Message.objects.get(conversation=conversation, role="user")
+    assert kept.position == first.position + 1  # in its place, not at the end for ever
     ended = ConversationEvent.objects.filter(kind="run_ended").get()
     assert ended.payload["status"] == "interrupted"
 
@@ -145,3 +149,21 @@ def test_the_sweeper_interrupts_silent_runs_and_redispatches_unclaimed_ones(
     runs_sweep()
     queued.refresh_from_db()
     assert queued.status == RunStatus.FAILED and queued.error_kind == "unclaimed"
+
+
+def test_an_interrupted_reply_joins_the_history_the_next_run_sends(alice, conversation) -> None:
+    from apps.rooms.transcript import history_of
+
+    message_post(conversation=conversation, membership=member(alice, conversation), text="go",
+                 client_id="a")
+    run = Run.objects.get(conversation=conversation)
+    Message.objects.create(conversation=conversation, run=run, role="assistant",
+                           status="streaming", content=[
+                               {"type": "thinking", "thinking": "hmm"},
+                               {"type": "text", "text": "half an ans"},
+                               {"type": "tool_use", "name": "Bash", "partial_arguments": "{"}])
+    run_finish(run.pk, RunStatus.INTERRUPTED)
+    history = history_of(conversation.pk)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert [b.type for b in history[1].content] == ["thinking", "text"]
+    assert history[1].status == "error"

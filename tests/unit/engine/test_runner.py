@@ -402,3 +402,23 @@ async def test_usage_reports_how_full_the_context_is(tmp_path: Path, usage: Usag
         assert gauge.context_tokens == (2 // 4 + 4) + (1 // 4 + 4)
     else:
         assert gauge.context_tokens == 1050
+
+
+async def test_a_stop_before_the_run_begins_still_ends_it_cleanly(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_turn("never said")])
+    history = [user("hi")]
+    run = runner(provider, [], history, tmp_path)
+    run.cancel()
+    events = await run.run()
+    assert [e.kind for e in events] == ["run_started", "run_ended"]
+    assert events[-1].status == "cancelled" and provider.requests == []
+
+
+async def test_a_stop_right_after_events_start_is_not_lost(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_turn("said", " never", pause=asyncio.Event())])
+    run = runner(provider, [], [user("hi")], tmp_path)
+    stream = run.events()
+    first = await anext(stream)
+    run.cancel()
+    rest = [e async for e in stream]
+    assert first.kind == "run_started" and rest[-1].status == "cancelled"

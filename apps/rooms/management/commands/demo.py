@@ -11,6 +11,7 @@ provider for each API key found in the environment. ``--json`` prints exactly
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from typing import Any
 
@@ -62,7 +63,10 @@ class Command(BaseCommand):
             team=team, name="General", created_by=admin)
         conversation = (Conversation.objects.filter(room=room).order_by("id").first()
                         or Conversation.objects.create(room=room, title="Welcome"))
-        ensure_demo_models(team, fakellm_url=settings.CONFAB["FAKELLM_URL"])
+        # The offline model's address: as given, else kept from an earlier run (so a second
+        # `demo --json` does not move a server started on other ports).
+        given = os.environ.get("CONFAB_FAKELLM_URL") or os.environ.get("CONFAB_FAKELLM_URL_FILE")
+        ensure_demo_models(team, fakellm_url=settings.CONFAB["FAKELLM_URL"] if given else None)
         return ({"team": {"id": team.pk}, "room": {"id": room.pk},
                  "conversation": {"id": conversation.pk}, "users": users}, admin_password)
 

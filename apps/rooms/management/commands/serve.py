@@ -8,6 +8,9 @@ pass ``--no-worker`` then.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,6 +21,23 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 FAKELLM_START_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _require_free(host: str, port: int) -> None:
+    """Refuse a taken port: a stale offline model left there would answer in our place."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            raise CommandError(f"port {port} on {host} is taken (a previous run's offline model "
+                               "still running?); stop it or pass --fakellm-port") from None
+
+
+def _die_with_parent() -> None:
+    """In the child: end with SIGTERM when serve dies, even by SIGKILL (Linux prctl)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Command(BaseCommand):
@@ -50,9 +70,11 @@ class Command(BaseCommand):
         everything is ready."""
         if not options["fakellm_port"]:
             return None
+        _require_free(options["host"], options["fakellm_port"])
         process = subprocess.Popen([sys.executable, "-m", "apps.engine.fakellm", "--host",
                                     options["host"], "--port", str(options["fakellm_port"]),
-                                    "--rate", str(options["fakellm_rate"])])
+                                    "--rate", str(options["fakellm_rate"])],
+                                   preexec_fn=_die_with_parent)
         health = f"http://{options['host']}:{options['fakellm_port']}/health"
         deadline = time.monotonic() + FAKELLM_START_S
         while time.monotonic() < deadline and process.poll() is None:
