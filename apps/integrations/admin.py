@@ -1,8 +1,10 @@
-"""Admin for site staff: providers (the API key write-only), models.
+"""Admin for site staff: providers (the API key write-only), models, MCP servers.
 
 The key is never rendered: the form has no field bound to ``api_key`` at all, only an empty
 password input that replaces the stored key when filled in, and a box to remove it; pages show
-whether a key is stored, never what it is.
+whether a key is stored, never what it is. MCP servers' environment and headers work the same
+way (:class:`~apps.integrations.forms.SecretMapField`: names shown, values write-only). Staff
+are the only ones who define stdio MCP servers (for one team, or as catalog entries).
 """
 
 from __future__ import annotations
@@ -17,7 +19,20 @@ from django.http import HttpRequest
 from apps.common.errors import ApplicationError
 from apps.engine.messages import ReasoningParams
 from apps.integrations.builders import reasoning_params, validate_provider
-from apps.integrations.models import ModelConfig, ProviderConfig
+from apps.integrations.forms import SecretMapField
+from apps.integrations.mcp_services import (
+    mcp_name_taken,
+    mcp_server_probe,
+    mcp_url_check,
+    merge_secrets,
+)
+from apps.integrations.models import (
+    HTTP_TRANSPORTS,
+    McpServerConfig,
+    ModelConfig,
+    ProviderConfig,
+    TeamMcpEnablement,
+)
 from apps.integrations.services import provider_fetch_models, provider_test_connection
 
 
@@ -146,3 +161,110 @@ class ModelConfigAdmin(admin.ModelAdmin):
     @admin.action(description="Disable the selected models")
     def disable(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
         self.message_user(request, f"{queryset.update(enabled=False)} model(s) disabled.")
+
+
+# -- MCP servers -------------------------------------------------------------------------------
+_WRITE_ONLY = ("Values are write-only: each stored name is listed with a blank value, which "
+               "keeps it; type a value to replace it; remove the line to remove it.")
+
+
+class McpServerConfigForm(forms.ModelForm):
+    env_secrets = SecretMapField(
+        kind="env", label="Environment", help_text="stdio: NAME=value lines. The server gets "
+        "only these (and a minimal PATH, HOME...). " + _WRITE_ONLY)
+    header_secrets = SecretMapField(
+        kind="headers", label="Headers", help_text="HTTP: “Name: value” lines sent with every "
+        "request. " + _WRITE_ONLY)
+
+    class Meta:
+        model = McpServerConfig
+        fields = ("name", "transport", "team", "catalog", "description", "enabled", "command",
+                  "args", "read_paths", "sandbox", "network", "url", "enabled_tools",
+                  "connect_timeout_s", "call_timeout_s")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stored_env = self.instance.env_map() if self.instance.pk else {}
+        self.stored_headers = self.instance.header_map() if self.instance.pk else {}
+        self.fields["env_secrets"].initial = dict.fromkeys(self.stored_env, "")
+        self.fields["header_secrets"].initial = dict.fromkeys(self.stored_headers, "")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            self.instance.set_secrets(
+                env=merge_secrets(self.stored_env, data.get("env_secrets") or {}),
+                headers=merge_secrets(self.stored_headers, data.get("header_secrets") or {}))
+        except ApplicationError as exc:
+            raise forms.ValidationError(exc.message) from None
+        team, name = data.get("team"), data.get("name")
+        if team is not None and name and mcp_name_taken(team, name, exclude=self.instance.pk):
+            self.add_error("name", f"{team} already runs an MCP server called {name!r}.")
+        if data.get("transport") in HTTP_TRANSPORTS and data.get("url"):
+            try:
+                mcp_url_check(data["url"])
+            except ApplicationError as exc:
+                self.add_error("url", exc.message)
+        return data
+
+
+@admin.register(McpServerConfig)
+class McpServerConfigAdmin(admin.ModelAdmin):
+    form = McpServerConfigForm
+    list_display = ("name", "transport", "scope", "enabled", "secret_names")
+    list_filter = ("transport", "catalog", "enabled")
+    search_fields = ("name", "team__name", "command", "url")
+    list_select_related = ("team",)
+    fieldsets = (
+        (None, {"fields": ("name", "transport", "team", "catalog", "description", "enabled")}),
+        ("stdio (a program on this server)", {"fields": (
+            "command", "args", "env_secrets", "read_paths", "sandbox", "network")}),
+        ("HTTP", {"fields": ("url", "header_secrets")}),
+        ("Tools and timeouts", {"fields": ("enabled_tools", "connect_timeout_s",
+                                           "call_timeout_s")}),
+    )
+    actions = ("test_connection", "enable", "disable")
+
+    @admin.display(description="Team")
+    def scope(self, obj: McpServerConfig) -> str:
+        return "catalog" if obj.catalog else str(obj.team)
+
+    @admin.display(description="Secrets stored (names)")
+    def secret_names(self, obj: McpServerConfig) -> str:
+        return ", ".join(obj.env_names + obj.header_names) or "-"
+
+    def save_model(self, request: HttpRequest, obj: McpServerConfig, form: Any,
+                   change: bool) -> None:
+        if not change:
+            obj.created_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Test connection (list the tools)")
+    def test_connection(self, request: HttpRequest,
+                        queryset: QuerySet[McpServerConfig]) -> None:
+        for server in queryset:
+            report = mcp_server_probe(server=server)
+            if not report.ok:
+                self.message_user(request, f"{server.name}: {report.message}", messages.ERROR)
+                continue
+            tools = ", ".join(tool.name for tool in report.tools) or "no tools"
+            sandbox = f" [{report.sandbox}]" if report.sandbox else ""
+            self.message_user(request, f"{server.name}: {report.message}: {tools}.{sandbox}",
+                              messages.SUCCESS)
+
+    @admin.action(description="Enable the selected servers")
+    def enable(self, request: HttpRequest, queryset: QuerySet[McpServerConfig]) -> None:
+        self.message_user(request, f"{queryset.update(enabled=True)} server(s) enabled.")
+
+    @admin.action(description="Disable the selected servers")
+    def disable(self, request: HttpRequest, queryset: QuerySet[McpServerConfig]) -> None:
+        self.message_user(request, f"{queryset.update(enabled=False)} server(s) disabled.")
+
+
+@admin.register(TeamMcpEnablement)
+class TeamMcpEnablementAdmin(admin.ModelAdmin):
+    list_display = ("server", "team", "enabled_by", "created_at")
+    list_filter = ("server",)
+    search_fields = ("server__name", "team__name")
+    list_select_related = ("server", "team", "enabled_by")
+    readonly_fields = ("enabled_by",)

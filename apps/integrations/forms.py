@@ -1,8 +1,10 @@
-"""Forms of the team settings page: the default model and the tool policy."""
+"""Forms of the team settings page: the default model, the tool policy and the team's HTTP MCP
+servers; :class:`SecretMapField` (write-only environment or headers) is the admin's too."""
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -12,10 +14,29 @@ from django import forms
 
 from apps.engine.tools.base import BaseTool
 from apps.engine.tools.defaults import default_tools
-from apps.integrations.models import ModelConfig
+from apps.integrations.mcp_services import HttpServerInput
+from apps.integrations.models import (
+    ENV_NAME_RE,
+    HEADER_NAME_RE,
+    MAX_CALL_TIMEOUT_S,
+    MAX_CONNECT_TIMEOUT_S,
+    MCP_NAME_MAX,
+    MIN_TIMEOUT_S,
+    McpServerConfig,
+    McpTransport,
+    ModelConfig,
+)
 from apps.integrations.policy import needs_approval
 
-__all__ = ["BuiltinTool", "DefaultModelForm", "ToolPolicyForm", "builtin_tools"]
+__all__ = [
+    "BuiltinTool",
+    "DefaultModelForm",
+    "McpHttpServerForm",
+    "SecretMapField",
+    "ToolPolicyForm",
+    "builtin_tools",
+    "tool_names",
+]
 
 DEFAULT, REQUIRE, EXEMPT = "default", "require", "exempt"
 
@@ -98,3 +119,112 @@ def _choice(policy: Mapping[str, Any], name: str) -> str:
     if needs_approval(policy, name, default=False):
         return REQUIRE
     return EXEMPT if not needs_approval(policy, name, default=True) else DEFAULT
+
+
+# -- MCP servers -------------------------------------------------------------------------------
+class KeysOnlyTextarea(forms.Textarea):
+    """A textarea of ``NAME<sep>value`` lines that renders the names only: a value typed once
+    (or stored) never comes back to the browser, not even when the form is shown again with an
+    error."""
+
+    def __init__(self, separator: str, **kwargs: Any) -> None:
+        attrs = {"rows": 3, "autocomplete": "off", "spellcheck": "false", **kwargs}
+        super().__init__(attrs=attrs)
+        self.separator = separator
+
+    def format_value(self, value: Any) -> str | None:
+        if isinstance(value, Mapping):
+            names = list(value)
+        else:
+            names = [line.split(self.separator, 1)[0].strip()
+                     for line in str(value or "").splitlines()]
+        text = "\n".join(f"{name}{self.separator}" for name in names if name)
+        return text or None
+
+
+class SecretMapField(forms.CharField):
+    """Write-only secrets as ``NAME=value`` lines (``env``) or ``Name: value`` lines
+    (``headers``). Cleans to ``{name: value}``, where a line with a name and no value gives
+    None: "keep the stored value". Names left out are removed. The form shows the stored names
+    with blank values."""
+
+    def __init__(self, *, kind: str, **kwargs: Any) -> None:
+        self.separator, self.name_re, self.what = (
+            ("=", ENV_NAME_RE, "environment variable") if kind == "env"
+            else (":", HEADER_NAME_RE, "header"))
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("strip", False)
+        super().__init__(widget=KeysOnlyTextarea(self.separator), **kwargs)
+
+    def to_python(self, value: Any) -> dict[str, str | None]:  # type: ignore[override]
+        if isinstance(value, Mapping):
+            return {str(k): None for k in value}
+        secrets: dict[str, str | None] = {}
+        for number, line in enumerate(str(value or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, _, secret = line.partition(self.separator)
+            name, secret = name.strip(), secret.strip()
+            if not re.fullmatch(self.name_re, name):
+                raise forms.ValidationError(
+                    f"Line {number}: {name!r} is not a {self.what} name (write "
+                    f"NAME{self.separator}value, one per line).")
+            if name in secrets:
+                raise forms.ValidationError(f"{name} is given twice.")
+            secrets[name] = secret or None
+        return secrets
+
+    def validate(self, value: Any) -> None:
+        pass
+
+
+def tool_names(text: str) -> list[str] | None:
+    """Tool names separated by spaces, commas or new lines; None when there are none (all)."""
+    names = [name for name in re.split(r"[\s,]+", text) if name]
+    return list(dict.fromkeys(names)) or None
+
+
+class McpHttpServerForm(forms.Form):
+    """A team's HTTP MCP server, as its owners and admins set it up (stdio servers are for
+    site staff, in the admin)."""
+
+    name = forms.RegexField(
+        regex=r"^[A-Za-z0-9_-]+$", max_length=MCP_NAME_MAX,
+        help_text="Letters, digits, _ and -; the agent sees the tools as mcp__NAME__TOOL.")
+    transport = forms.ChoiceField(choices=[
+        (McpTransport.STREAMABLE_HTTP.value, McpTransport.STREAMABLE_HTTP.label),
+        (McpTransport.SSE.value, McpTransport.SSE.label)])
+    url = forms.CharField(label="URL", max_length=500,
+                          widget=forms.URLInput(attrs={"placeholder": "https://…/mcp"}))
+    headers = SecretMapField(
+        kind="headers", help_text="One “Name: value” per line, e.g. Authorization: Bearer …. "
+        "Values are write-only: a name left blank keeps its stored value; remove a line to "
+        "remove the header.")
+    enabled = forms.BooleanField(required=False, initial=True)
+    enabled_tools = forms.CharField(
+        label="Allowed tools", required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="The server's tool names the agent may use; empty: all of them.")
+    connect_timeout_s = forms.FloatField(
+        label="Connect timeout (s)", initial=15.0, min_value=MIN_TIMEOUT_S,
+        max_value=MAX_CONNECT_TIMEOUT_S)
+    call_timeout_s = forms.FloatField(
+        label="Call timeout (s)", initial=120.0, min_value=MIN_TIMEOUT_S,
+        max_value=MAX_CALL_TIMEOUT_S)
+
+    @classmethod
+    def of(cls, server: McpServerConfig) -> McpHttpServerForm:
+        """The form showing ``server`` (header names only)."""
+        return cls(initial={
+            "name": server.name, "transport": server.transport, "url": server.url,
+            "headers": dict.fromkeys(server.header_map(), ""), "enabled": server.enabled,
+            "enabled_tools": " ".join(server.enabled_tools or []),
+            "connect_timeout_s": server.connect_timeout_s,
+            "call_timeout_s": server.call_timeout_s})
+
+    def to_input(self) -> HttpServerInput:
+        data = self.cleaned_data
+        return HttpServerInput(
+            name=data["name"], transport=data["transport"], url=data["url"],
+            headers=data["headers"], enabled=data["enabled"],
+            enabled_tools=tool_names(data["enabled_tools"]),
+            connect_timeout_s=data["connect_timeout_s"], call_timeout_s=data["call_timeout_s"])

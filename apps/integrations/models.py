@@ -1,8 +1,18 @@
 """Where the models come from: ProviderConfig (a provider endpoint and its key), ModelConfig (a
-model of it with its limits and controls), and each team's choice of default model."""
+model of it with its limits and controls), and each team's choice of default model; and the
+team's MCP servers: McpServerConfig (a team's own, or a site catalog entry) and
+TeamMcpEnablement (a catalog entry a team turned on)."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 
 from apps.accounts.models import Team
@@ -62,3 +72,225 @@ class TeamAIConfig(TimeStampedModel):
     team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="ai_config")
     default_model = models.ForeignKey(ModelConfig, null=True, blank=True,
                                       on_delete=models.SET_NULL, related_name="+")
+
+
+# -- MCP servers (DESIGN 2.7, 3.6, 4) ----------------------------------------------------------
+MCP_NAME_RE = r"[A-Za-z0-9_-]+"
+MCP_NAME_MAX = 32  # mcp__<name>__<tool> must leave room for the tool within 64 characters
+ENV_NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
+HEADER_NAME_RE = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # an HTTP token (RFC 9110 5.1)
+MIN_TIMEOUT_S, MAX_CONNECT_TIMEOUT_S, MAX_CALL_TIMEOUT_S = 1.0, 60.0, 600.0
+
+
+class McpTransport(models.TextChoices):
+    """The three transports of the MCP SDK."""
+
+    STDIO = "stdio", "stdio (a program on this server)"
+    STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+    SSE = "sse", "HTTP+SSE (older servers)"
+
+
+HTTP_TRANSPORTS = (McpTransport.STREAMABLE_HTTP, McpTransport.SSE)
+
+
+class McpServerConfig(TimeStampedModel):
+    """An MCP server: one team's own (``team`` set) or a site catalog entry (``team`` null and
+    ``catalog`` true) that a team's owners and admins enable for their team
+    (:class:`TeamMcpEnablement`).
+
+    stdio servers run a program on this machine, so only site staff define them, in the admin;
+    HTTP servers (Streamable HTTP, HTTP+SSE) are also managed by a team's owners and admins.
+    ``name`` is the tool prefix (``mcp__<name>__<tool>``). ``env`` (stdio) and ``headers``
+    (HTTP) hold secrets: JSON objects stored encrypted, read through :meth:`env_map` and
+    :meth:`header_map`, never shown back. ``enabled_tools``: the MCP tool names the agent may
+    use (None: all). ``sandbox``, ``network`` and ``read_paths`` say how a stdio server is
+    confined (see ``apps.engine.mcp.config.McpServerSpec``). Validation is :meth:`clean`.
+    """
+
+    name = models.CharField(
+        max_length=MCP_NAME_MAX,
+        validators=[RegexValidator(f"^{MCP_NAME_RE}$",
+                                   "Letters, digits, '_' and '-' only (it prefixes tool names).")],
+        help_text="The tool prefix: the agent sees the tools as mcp__NAME__TOOL.")
+    transport = models.CharField(max_length=20, choices=McpTransport.choices)
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="mcp_servers",
+                             help_text="Empty for a catalog entry.")
+    catalog = models.BooleanField(
+        default=False, help_text="A site catalog entry (no team): owners and admins of any "
+                                 "team may enable it for their team.")
+    description = models.CharField(max_length=300, blank=True,
+                                   help_text="What it offers (the team settings page shows it).")
+    command = models.CharField(max_length=500, blank=True,
+                               help_text="stdio: the program, by absolute path (e.g. a node or "
+                                         "a virtualenv's python).")
+    args = models.JSONField(default=list, blank=True, help_text='stdio: a JSON list of strings.')
+    env = EncryptedTextField(blank=True)
+    read_paths = models.JSONField(
+        default=list, blank=True,
+        help_text="stdio, sandboxed: a JSON list of absolute directories the server may read "
+                  "(its installation: a virtualenv, a node_modules); the rest of the host but "
+                  "the system directories is hidden.")
+    sandbox = models.BooleanField(default=True, help_text="stdio: run inside bubblewrap where "
+                                  "it works (the filesystem confined).")
+    network = models.BooleanField(default=True, help_text="stdio, sandboxed: keep the host's "
+                                  "network (most servers call an API).")
+    url = models.CharField(max_length=500, blank=True,
+                           help_text="HTTP: the endpoint (checked by the SSRF guard).")
+    headers = EncryptedTextField(blank=True)
+    enabled = models.BooleanField(default=True)
+    enabled_tools = models.JSONField(
+        null=True, blank=True,
+        help_text="A JSON list of the tool names the agent may use; empty (null): all.")
+    connect_timeout_s = models.FloatField(
+        default=15.0, help_text="Seconds to start, initialize and list the tools (1-60).")
+    call_timeout_s = models.FloatField(
+        default=120.0, help_text="Seconds one tool call may take (1-600).")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = "MCP server"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "name"], name="one_mcp_name_per_team",
+                violation_error_message="The team already has an MCP server of this name."),
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(team__isnull=True),
+                name="one_mcp_name_per_catalog",
+                violation_error_message="The catalog already has an MCP server of this name."),
+            models.CheckConstraint(
+                condition=models.Q(team__isnull=True, catalog=True)
+                | models.Q(team__isnull=False, catalog=False),
+                name="mcp_catalog_xor_team"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_stdio(self) -> bool:
+        return self.transport == McpTransport.STDIO
+
+    def env_map(self) -> dict[str, str]:
+        """The decrypted environment (stdio)."""
+        return _secret_map(self.env)
+
+    def header_map(self) -> dict[str, str]:
+        """The decrypted headers (HTTP)."""
+        return _secret_map(self.headers)
+
+    @property
+    def env_names(self) -> list[str]:
+        """The names of the environment's variables (what a page may show)."""
+        return sorted(self.env_map())
+
+    @property
+    def header_names(self) -> list[str]:
+        """The names of the headers (what a page may show)."""
+        return sorted(self.header_map())
+
+    def set_secrets(self, *, env: Mapping[str, str] | None = None,
+                    headers: Mapping[str, str] | None = None) -> None:
+        """Replace the stored environment and/or headers (encrypted when saved)."""
+        if env is not None:
+            self.env = json.dumps(dict(env)) if env else ""
+        if headers is not None:
+            self.headers = json.dumps(dict(headers)) if headers else ""
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        for field, problem in _mcp_problems(self):
+            errors.setdefault(field, []).append(problem)
+        if errors:
+            raise ValidationError(errors)
+
+
+class TeamMcpEnablement(TimeStampedModel):
+    """A catalog MCP server a team enabled (its owners' and admins' choice)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="mcp_enablements")
+    server = models.ForeignKey(McpServerConfig, on_delete=models.CASCADE,
+                               related_name="enablements",
+                               limit_choices_to={"catalog": True})
+    enabled_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = "catalog MCP server enabled for a team"
+        constraints = [models.UniqueConstraint(fields=["team", "server"],
+                                               name="one_enablement_per_team")]
+
+    def __str__(self) -> str:
+        return f"{self.server} for {self.team}"
+
+
+def _secret_map(stored: str | None) -> dict[str, str]:
+    if not stored:
+        return {}
+    value = json.loads(stored)
+    if not isinstance(value, dict):
+        raise ValueError("a stored MCP secret map is not a JSON object")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _mcp_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
+    """(field, sentence) for each rule ``server`` breaks."""
+    if server.catalog and server.team_id is not None:
+        yield "catalog", "A catalog entry belongs to no team."
+    if not server.catalog and server.team_id is None:
+        yield "team", "Choose the team, or make it a catalog entry."
+    if server.transport == McpTransport.STDIO:
+        yield from _stdio_problems(server)
+    elif server.transport in HTTP_TRANSPORTS:
+        yield from _http_problems(server)
+    yield from _list_problems("args", server.args, allow_none=False)
+    yield from _list_problems("enabled_tools", server.enabled_tools, allow_none=True)
+    for field, top in (("connect_timeout_s", MAX_CONNECT_TIMEOUT_S),
+                       ("call_timeout_s", MAX_CALL_TIMEOUT_S)):
+        value = getattr(server, field)
+        if not isinstance(value, int | float) or not MIN_TIMEOUT_S <= value <= top:
+            yield field, f"Seconds, from {MIN_TIMEOUT_S:g} to {top:g}."
+
+
+def _stdio_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
+    if not server.command.strip():
+        yield "command", "A stdio server needs a command."
+    if server.url or server.headers:
+        yield "url", "A stdio server has no URL or headers."
+    yield from _list_problems("read_paths", server.read_paths, allow_none=False)
+    if isinstance(server.read_paths, list) and not all(
+            isinstance(p, str) and p.startswith("/") for p in server.read_paths):
+        yield "read_paths", "Absolute paths only."
+    try:
+        names = server.env_map()
+    except ValueError:
+        yield "env", "The environment is not a JSON object of strings."
+        return
+    for name in names:
+        if not re.fullmatch(ENV_NAME_RE, name):
+            yield "env", f"{name!r} is not an environment variable name."
+
+
+def _http_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
+    if not server.url.strip():
+        yield "url", "An HTTP server needs a URL."
+    elif not re.match(r"^https?://[^/?#]", server.url, re.IGNORECASE):
+        yield "url", "An http:// or https:// URL."
+    if server.command or server.args or server.env or server.read_paths:
+        yield "command", "An HTTP server has no command, arguments, environment or read paths."
+    try:
+        names = server.header_map()
+    except ValueError:
+        yield "headers", "The headers are not a JSON object of strings."
+        return
+    for name in names:
+        if not re.fullmatch(HEADER_NAME_RE, name):
+            yield "headers", f"{name!r} is not a header name."
+
+
+def _list_problems(field: str, value: Any, *, allow_none: bool) -> Iterator[tuple[str, str]]:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        yield field, "A list of non-empty strings" + (" (or null: all)." if allow_none else ".")

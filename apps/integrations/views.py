@@ -1,27 +1,50 @@
-"""The team settings page: default model, tool policy, and (with the MCP issue) MCP servers.
+"""The team settings page: default model, tool policy and MCP servers.
 
 Owners and admins only: another team's id answers 404 exactly like a missing one, a member
-without the role 403 (``team_membership``). Each form posts to its own URL and calls one
-service.
+without the role 403 (``team_membership``); so does another team's MCP server id. Each form
+posts to its own URL and calls one service. "Test connection" answers with the settings page
+and the server's tools (or why it failed), never a secret.
 """
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.models import Team
 from apps.accounts.pages import team_membership
-from apps.common.errors import ApplicationError
+from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
-from apps.integrations.forms import DefaultModelForm, ToolPolicyForm
+from apps.integrations.forms import DefaultModelForm, McpHttpServerForm, ToolPolicyForm
+from apps.integrations.mcp_selectors import team_mcp_overview, team_mcp_server
+from apps.integrations.mcp_services import (
+    McpProbeReport,
+    mcp_catalog_disable,
+    mcp_catalog_enable,
+    mcp_server_create_http,
+    mcp_server_delete,
+    mcp_server_test,
+    mcp_server_update,
+)
 from apps.integrations.models import TeamAIConfig
 from apps.integrations.services import team_set_default_model, team_set_tool_policy
 
-__all__ = ["team_model", "team_settings", "team_tools"]
+__all__ = [
+    "mcp_catalog_off",
+    "mcp_catalog_on",
+    "mcp_server_add",
+    "mcp_server_check",
+    "mcp_server_edit",
+    "mcp_server_remove",
+    "team_model",
+    "team_settings",
+    "team_tools",
+]
 
 
 @login_required
@@ -66,14 +89,127 @@ def team_tools(request: HttpRequest, team_id: int) -> HttpResponse:
     return redirect("integrations:team_settings", team_id=team_id)
 
 
+# -- MCP servers -------------------------------------------------------------------------------
+@login_required
+@require_POST
+def mcp_server_add(request: HttpRequest, team_id: int) -> HttpResponse:
+    """Add an HTTP MCP server to the team."""
+    team = team_membership(request, team_id, manage=True).team
+    form = McpHttpServerForm(request.POST)
+    if form.is_valid():
+        try:
+            server = mcp_server_create_http(team=team, by=request.user, data=form.to_input())
+        except ApplicationError as error:
+            _form_refusal(request, form, error)
+        else:
+            messages.success(request, f"The MCP server {server.name} is added.")
+            return redirect(_mcp_anchor(team_id))
+    return _settings_page(request, team, mcp_form=form)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def mcp_server_edit(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """Change one of the team's HTTP MCP servers (header values stay write-only)."""
+    team = team_membership(request, team_id, manage=True).team
+    server = team_mcp_server(team, server_id)
+    if server is None:
+        raise Http404("No such MCP server.")
+    if server.is_stdio:
+        raise PermissionDenied("Site staff manage this server in the admin.")
+    form = McpHttpServerForm(request.POST) if request.method == "POST" else None
+    if form is not None and form.is_valid():
+        try:
+            mcp_server_update(team=team, server_id=server.pk, by=request.user,
+                              data=form.to_input())
+        except ApplicationError as error:
+            _form_refusal(request, form, error)
+        else:
+            messages.success(request, f"The MCP server {form.cleaned_data['name']} is saved.")
+            return redirect(_mcp_anchor(team_id))
+    context = {"team": team, "server": server, "form": form or McpHttpServerForm.of(server)}
+    return render(request, "integrations/mcp_server_edit.html", context)
+
+
+@login_required
+@require_POST
+def mcp_server_remove(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """Delete one of the team's HTTP MCP servers."""
+    team = team_membership(request, team_id, manage=True).team
+    try:
+        mcp_server_delete(team=team, server_id=server_id, by=request.user)
+    except ApplicationError as error:
+        refusal(request, error)
+    else:
+        messages.success(request, "The MCP server is deleted.")
+    return redirect(_mcp_anchor(team_id))
+
+
+@login_required
+@require_POST
+def mcp_server_check(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """Test connection: connect to the server, list its tools, show them on the page."""
+    team = team_membership(request, team_id, manage=True).team
+    try:
+        report = mcp_server_test(team=team, server_id=server_id, by=request.user)
+    except ApplicationError as error:
+        refusal(request, error)
+        return redirect(_mcp_anchor(team_id))
+    return _settings_page(request, team, mcp_report=report)
+
+
+@login_required
+@require_POST
+def mcp_catalog_on(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """Enable a catalog MCP server for the team."""
+    team = team_membership(request, team_id, manage=True).team
+    try:
+        enablement = mcp_catalog_enable(team=team, server_id=server_id, by=request.user)
+    except ApplicationError as error:
+        refusal(request, error)
+    else:
+        messages.success(request, f"The MCP server {enablement.server.name} is enabled.")
+    return redirect(_mcp_anchor(team_id))
+
+
+@login_required
+@require_POST
+def mcp_catalog_off(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """Disable a catalog MCP server for the team."""
+    team = team_membership(request, team_id, manage=True).team
+    try:
+        mcp_catalog_disable(team=team, server_id=server_id, by=request.user)
+    except ApplicationError as error:
+        refusal(request, error)
+    else:
+        messages.success(request, "The MCP server is disabled for the team.")
+    return redirect(_mcp_anchor(team_id))
+
+
+def _form_refusal(request: HttpRequest, form: McpHttpServerForm,
+                  error: ApplicationError) -> None:
+    """404/403 for not_found/forbidden; any other refusal is shown on the form."""
+    if error.code in (ErrorCode.NOT_FOUND, ErrorCode.FORBIDDEN):
+        refusal(request, error)
+    form.add_error(None, error.message)
+
+
+def _mcp_anchor(team_id: int) -> str:
+    return reverse("integrations:team_settings", args=[team_id]) + "#mcp-servers"
+
+
 def _settings_page(
     request: HttpRequest, team: Team, *, model_form: DefaultModelForm | None = None,
-    tools_form: ToolPolicyForm | None = None,
+    tools_form: ToolPolicyForm | None = None, mcp_form: McpHttpServerForm | None = None,
+    mcp_report: McpProbeReport | None = None,
 ) -> HttpResponse:
     chosen = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
     context = {
         "team": team,
         "model_form": model_form or DefaultModelForm(initial={"model": chosen.first()}),
         "tools_form": tools_form or ToolPolicyForm(policy=team.tool_policy),
+        "mcp": team_mcp_overview(team),
+        "mcp_form": mcp_form or McpHttpServerForm(),
+        "mcp_report": mcp_report,
     }
     return render(request, "integrations/team_settings.html", context)

@@ -1,15 +1,19 @@
 """Hosting one run in a worker: the engine's AgentRunner with the room's ports and projector.
 
-The host loads what the run needs (history, team policy, model), runs the agent, feeds every
-runtime event to the projector, beats the heartbeat, and ends the run in the database. Stop,
-decisions and answers arrive from the worker consumer (the run's group) and are delivered here.
+The host loads what the run needs (history, team policy, model, MCP servers), connects the
+team's MCP servers (their tools join the run's registry; one that fails is a ``warning`` event
+and the run goes on), runs the agent, feeds every runtime event to the projector, beats the
+heartbeat, and ends the run in the database. Stop, decisions and answers arrive from the worker
+consumer (the run's group) and are delivered here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -19,7 +23,8 @@ from django.db import transaction
 from apps.common.errors import ApplicationError
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
 from apps.engine.compaction.session_memory import SessionMemory, SessionMemoryState
-from apps.engine.events import ErrorEvent, RunEnded
+from apps.engine.events import ErrorEvent, RunEnded, WarningEvent
+from apps.engine.mcp import McpManager, McpServerSpec
 from apps.engine.messages import Message as EngineMessage
 from apps.engine.providers.base import ProviderSettings
 from apps.engine.runtime.runner import AgentRunner, RunConfig
@@ -31,6 +36,7 @@ from apps.integrations.builders import (
     provider_settings,
     run_settings,
 )
+from apps.integrations.mcp_builders import mcp_specs
 from apps.rooms.models import Conversation, Run, RunStatus
 from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
 from apps.rooms.projector import Projector
@@ -61,6 +67,8 @@ class _Setup:
     provider: ProviderSettings
     context_window: int
     max_output: int
+    mcp_servers: list[McpServerSpec] = field(default_factory=list)
+    mcp_problems: list[str] = field(default_factory=list)  # rows that could not be used
 
 
 def system_prompt(conversation: Conversation) -> str:
@@ -127,11 +135,14 @@ class RunHost:
         config = RunConfig(**params, system=system_prompt(conversation),
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
         Run.objects.filter(pk=run.pk).update(model=params["model"])
+        mcp_problems: list[str] = []
+        mcp_servers = mcp_specs(conversation.room.team, problems=mcp_problems)
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
                       config=config, provider=provider_settings(model.provider),
                       context_window=params["context_window"],
-                      max_output=params["max_tokens"])
+                      max_output=params["max_tokens"], mcp_servers=mcp_servers,
+                      mcp_problems=mcp_problems)
 
     def _fail_setup(self, message: str) -> None:
         run = Run.objects.filter(pk=self.run_id).first()
@@ -157,8 +168,9 @@ class RunHost:
         compaction = CompactionState(consecutive_failures=conversation.compaction_failures)
         memory = SessionMemory(provider, setup.model, workspace,
                                state=SessionMemoryState(extracted_upto=conversation.memory_upto))
+        tools = default_tools()  # the MCP manager adds the team's MCP tools to it
         self.runner = runner = AgentRunner(
-            provider, default_tools(), setup.config, setup.history,
+            provider, tools, setup.config, setup.history,
             run_id=str(self.run_id), workspace=workspace, inbox=inbox,
             approvals=self.approvals, inputs=self.answers,
             env=ToolEnvironment(allow_private_network=conf["ALLOW_PRIVATE_NETWORK"],
@@ -170,7 +182,25 @@ class RunHost:
         if self._stop_requested:
             runner.cancel()
         self._compaction, self._memory = compaction, memory
-        return await self._drive(runner, projector)
+        mcp = McpManager(setup.mcp_servers, registry=tools,
+                         allow_private_network=conf["ALLOW_PRIVATE_NETWORK"],
+                         sandbox=conf["SANDBOX"], on_warning=projector.handle)
+        async with AsyncExitStack() as servers:
+            async with self._beating():  # starting servers may take their connect timeouts
+                await servers.enter_async_context(mcp)
+                for problem in setup.mcp_problems:
+                    await projector.handle(WarningEvent(message=problem))
+            return await self._drive(runner, projector)
+
+    @asynccontextmanager
+    async def _beating(self) -> AsyncIterator[None]:
+        """Keep the heartbeat going while the block runs (before ``_drive`` beats)."""
+        beat = asyncio.create_task(self._beat())
+        try:
+            yield
+        finally:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
 
     async def _drive(self, runner: AgentRunner, projector: Projector
                      ) -> tuple[RunStatus, str, str]:

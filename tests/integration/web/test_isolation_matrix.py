@@ -21,11 +21,16 @@ from apps.accounts import urls as account_urls
 from apps.accounts.services import api_token_create, invitation_create
 from apps.integrations import urls as integration_urls
 from apps.integrations.forms import builtin_tools
+from apps.integrations.models import McpServerConfig
 from tests.integration.web.html import assert_no_inline_code, without_csrf
 
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
 MISSING = {"team_id": 999_999, "user_id": 999_999, "invitation_id": 999_999,
-           "token_id": 999_999, "token": "no-such-invitation"}
+           "token_id": 999_999, "token": "no-such-invitation", "mcp_server_id": 999_999,
+           "catalog_id": 999_999}
+MCP_FORM = {"name": "docs", "transport": "streamable_http", "url": "https://mcp.example.com/mcp",
+            "headers": "Authorization: Bearer x-123456", "enabled": "on",
+            "connect_timeout_s": "15", "call_timeout_s": "120"}
 
 OPEN = (200, 200, 200, 200, 200)
 MOVED = (302, 302, 302, 302, 302)
@@ -80,6 +85,16 @@ MATRIX = [
     Row("integrations:team_model", "POST", MANAGE_WRITE, ("team_id",), {"model": "{model_id}"}),
     Row("integrations:team_tools", "POST", MANAGE_WRITE, ("team_id",),
         {tool.name: "default" for tool in builtin_tools()}),
+    Row("integrations:mcp_server_add", "POST", MANAGE_WRITE, ("team_id",),
+        {**MCP_FORM, "name": "wiki"}),
+    Row("integrations:mcp_server_edit", "GET", MANAGE, ("team_id", "mcp_server_id")),
+    Row("integrations:mcp_server_edit", "POST", MANAGE_WRITE, ("team_id", "mcp_server_id"),
+        MCP_FORM),
+    Row("integrations:mcp_server_delete", "POST", MANAGE_WRITE, ("team_id", "mcp_server_id")),
+    # Answers with the settings page and the outcome (here: the guard refuses loopback).
+    Row("integrations:mcp_server_test", "POST", MANAGE, ("team_id", "mcp_server_id")),
+    Row("integrations:mcp_catalog_enable", "POST", MANAGE_WRITE, ("team_id", "catalog_id")),
+    Row("integrations:mcp_catalog_disable", "POST", MANAGE_WRITE, ("team_id", "catalog_id")),
 ]
 
 
@@ -92,9 +107,14 @@ def ids(acme, globex, alice, dave, model) -> dict[str, Any]:
     _, raw_invitation = invitation_create(team=acme, role="member", by=alice)
     invitation = acme.invitations.get()
     token, _ = api_token_create(user=alice, name="alice's")
+    mcp_server = McpServerConfig.objects.create(  # stored as is: "test" fails fast (loopback)
+        team=acme, name="docs", transport="streamable_http", url="http://127.0.0.1:9/mcp")
+    catalog = McpServerConfig.objects.create(name="shared", transport="stdio", catalog=True,
+                                             command="/nonexistent/mcp-server")
     return {"team_id": acme.pk, "user_id": dave.pk, "invitation_id": invitation.pk,
             "token_id": token.pk, "token": raw_invitation, "model_id": model.pk,
-            "uidb64": "MQ", "reset_token": "not-a-token"}
+            "uidb64": "MQ", "reset_token": "not-a-token", "mcp_server_id": mcp_server.pk,
+            "catalog_id": catalog.pk}
 
 
 @pytest.fixture
@@ -112,6 +132,8 @@ def _call(client: Client, row: Row, ids: dict[str, Any]):
 
 
 def _kwarg(name: str) -> str:
+    if name in ("mcp_server_id", "catalog_id"):
+        return "server_id"
     return "token" if name == "reset_token" else name
 
 
