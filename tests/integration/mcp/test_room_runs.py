@@ -27,6 +27,7 @@ from tests.consumers.conftest import (  # noqa: F401  (fixtures)
 from tests.integration.api.streams import body
 from tests.integration.mcp.conftest import ENV_SECRET, time_server
 from tests.integration.personas import mint_token
+from tests.services.mcp_servers import everything_command
 from tests.unit.engine.mcp.kit import processes_running
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -113,3 +114,28 @@ async def test_charlies_team_runs_without_acmes_servers(
     assert "mcp__time__get_current_time" in result["result"]["content"]
     assert (await c.until_event("run_ended"))["status"] == "completed"
     await c.close()
+
+
+async def test_a_server_everything_tool_reaches_every_watcher_and_the_export(
+        acme: Team, alice: User, bob: User, carol: User, conversation: Conversation,  # noqa: F811
+        worker: None) -> None:  # noqa: F811
+    """The issue's end-to-end case: server-everything (from the npm registry) over stdio."""
+    command, args, read_paths = await sync_to_async(everything_command)()
+    await McpServerConfig.objects.acreate(
+        team=acme, name="everything", transport="stdio", command=command, args=list(args),
+        read_paths=list(read_paths))
+    watchers = [(await connect(person, conversation.pk))[0] for person in (alice, bob, carol)]
+    echo = {"tool_call": {"name": "mcp__everything__echo",
+                          "arguments": {"message": "hello room"}}}
+    await watchers[1].send({"type": "send", "client_id": "e1", "text": script(echo)})
+    results = [await w.until_event("tool_result") for w in watchers]
+    assert results[0] == results[1] == results[2]
+    assert not results[0]["result"]["is_error"]
+    assert "hello room" in json.dumps(results[0]["result"]["content"])
+    for w in watchers:
+        assert (await w.until_event("run_ended"))["status"] == "completed"
+    [exported] = tool_results(await export(alice, conversation.pk))
+    assert exported["name"] == "mcp__everything__echo"
+    assert exported["content"] == results[0]["result"]["content"]
+    for w in watchers:
+        await w.close()
