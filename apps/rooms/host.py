@@ -93,6 +93,8 @@ class RunHost:
         self.approvals: RoomApprovals | None = None
         self.answers = RoomAnswers()
         self.ended: RunEnded | None = None
+        self._compaction: CompactionState | None = None
+        self._memory: SessionMemory | None = None
         self._stop_requested = False
 
     def stop(self) -> None:
@@ -115,7 +117,12 @@ class RunHost:
         except SetupError as exc:
             await database_sync_to_async(self._fail_setup)(str(exc))
             return
-        status, error_kind, error_message = await self._run(setup)
+        try:
+            status, error_kind, error_message = await self._run(setup)
+        except Exception as exc:  # e.g. the workspace cannot be made: the run still ends
+            logger.exception("run %s could not run", self.run_id)
+            status, error_kind, error_message = (RunStatus.FAILED, "internal",
+                                                 f"{type(exc).__name__}: {exc}")
         await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
 
     def _setup(self) -> _Setup:
@@ -249,8 +256,9 @@ class RunHost:
         if run.stopped_by is not None:
             payload["stopped_by"] = {"id": run.stopped_by_id, "name": run.stopped_by.shown_name}
         with transaction.atomic():
-            Conversation.objects.filter(pk=setup.conversation.pk).update(
-                compaction_failures=self._compaction.consecutive_failures,
-                memory_upto=self._memory.state.extracted_upto)
+            if self._compaction is not None and self._memory is not None:
+                Conversation.objects.filter(pk=setup.conversation.pk).update(
+                    compaction_failures=self._compaction.consecutive_failures,
+                    memory_upto=self._memory.state.extracted_upto)
             event_append(setup.conversation.pk, "run_ended", payload, run_id=self.run_id)
             run_finish(self.run_id, status, error_kind=error_kind, error_message=error_message)
