@@ -19,7 +19,10 @@ recent message written by a person whose text is ``{"script": [step, ...]}`` wit
 assistant messages since it). An error step fails that one request, with that HTTP status or
 inside the 200 stream, and the retry plays the turn's remaining steps. Without a script it
 answers with a short text saying it is the offline scripted model. ``--rate`` paces the stream
-in tokens (word pieces) per second; 0 sends everything at once.
+in tokens (word pieces) per second; 0 sends everything at once. ``--stamp`` (off by default)
+starts each streamed text or thinking piece with the wall-clock time it was sent,
+``⟦1732950000.123456⟧``, for latency benchmarks (:func:`apps.engine.fakellm.wire.stamps` reads
+them).
 """
 
 from apps.engine.fakellm.app import create_app

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from apps.engine.fakellm.requests import anthropic_messages, gemini_messages, openai_messages
-from apps.engine.fakellm.wire import ENCODERS, Frame, error_body
+from apps.engine.fakellm.wire import ENCODERS, Frame, error_body, stamp_frame
 from apps.engine.messages import Message
 from apps.engine.providers.script import ScriptPlayer, Step
 from apps.engine.providers.scripted import OFFLINE_REPLY
@@ -24,8 +24,10 @@ MODEL = "confab-offline"
 Reader = Callable[[dict[str, Any]], list[Message]]
 
 
-def create_app(rate: float = 50.0) -> Starlette:
-    """The ASGI app; ``rate``: streamed tokens per second (0 = no pacing)."""
+def create_app(rate: float = 50.0, *, stamp: bool = False) -> Starlette:
+    """The ASGI app; ``rate``: streamed tokens per second (0 = no pacing); ``stamp``: each
+    streamed text piece starts with its send time, ``⟦1732950000.123456⟧`` (see
+    :mod:`apps.engine.fakellm.wire`), for latency benchmarks."""
     player = ScriptPlayer()
 
     async def reply(request: Request, protocol: str, read: Reader, model: str) -> Response:
@@ -39,8 +41,9 @@ def create_app(rate: float = 50.0) -> Starlette:
         steps, error = played if played is not None else ([{"text": OFFLINE_REPLY}], None)
         if error is not None and not error["error"].get("in_stream", False):
             return _http_error(protocol, error)
-        frames = ENCODERS[protocol](steps, error, model, len(json.dumps(body)) // 4)
-        return StreamingResponse(_paced(frames, rate), media_type="text/event-stream",
+        frames = ENCODERS[protocol](steps, error, model, len(json.dumps(body)) // 4,
+                                   stamp=stamp)
+        return StreamingResponse(_paced(frames, rate, stamp), media_type="text/event-stream",
                                  headers={"cache-control": "no-cache"})
 
     async def anthropic(request: Request) -> Response:
@@ -82,13 +85,14 @@ def _http_error(protocol: str, step: Step) -> Response:
     return JSONResponse(error_body(protocol, status, message), status, headers=headers)
 
 
-async def _paced(frames: Any, rate: float) -> AsyncIterator[bytes]:
+async def _paced(frames: Any, rate: float, stamp: bool = False) -> AsyncIterator[bytes]:
     delay = 1.0 / rate if rate > 0 else 0.0
     for frame in frames:
         assert isinstance(frame, Frame)
         if frame.token and delay:
             await asyncio.sleep(delay)
-        yield frame.data
+        # Stamped after the pause, so the stamp is the moment the frame leaves.
+        yield stamp_frame(frame.data) if stamp and frame.token else frame.data
 
 
 async def _models(request: Request) -> Response:

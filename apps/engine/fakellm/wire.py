@@ -1,6 +1,13 @@
 """The three wire formats fakellm speaks: a script segment becomes SSE frames or an error body.
 
 Each encoder turns steps into :class:`Frame` s; ``token`` frames are the ones the server paces.
+
+With ``stamp=True`` (``--stamp``) every streamed text and thinking piece starts with a
+placeholder marker that :func:`stamp_frame` turns into the wall-clock time the frame is sent,
+``⟦1732950000.123456⟧`` (seconds since the epoch, ``time.time()``), so a client on the same
+machine can measure how long a token took from the provider's byte to its screen;
+:func:`stamps` reads them back.
+
 The shapes follow the providers' streaming references:
 
 - Anthropic: https://docs.anthropic.com/en/docs/build-with-claude/streaming
@@ -11,6 +18,7 @@ The shapes follow the providers' streaming references:
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +27,31 @@ from typing import Any
 
 from apps.engine.providers.script import Step, pieces
 
-__all__ = ["ENCODERS", "Frame", "error_body"]
+__all__ = ["ENCODERS", "STAMP_RE", "Frame", "error_body", "stamp_frame", "stamps"]
+
+# --stamp: a text piece "word" is streamed as "⟦<send time>⟧word". The encoders write a
+# placeholder (plain ASCII, so it survives JSON escaping unchanged) that the pacer replaces
+# with the time at which the frame is actually sent.
+_STAMP_PLACEHOLDER = "@fakellm-stamp@"
+STAMP_RE = re.compile(r"⟦(\d+\.\d+)⟧")
+"""A stamp in streamed text; group 1 is the send time in seconds since the epoch."""
+
+
+def _pieces(text: str, stamp: bool) -> list[str]:
+    return [f"⟦{_STAMP_PLACEHOLDER}⟧{p}" for p in pieces(text)] if stamp else pieces(text)
+
+
+def stamp_frame(data: bytes, now: float | None = None) -> bytes:
+    """``data`` with its stamp placeholders set to ``now`` (default: ``time.time()``)."""
+    if _STAMP_PLACEHOLDER.encode() not in data:
+        return data
+    when = time.time() if now is None else now
+    return data.replace(_STAMP_PLACEHOLDER.encode(), f"{when:.6f}".encode())
+
+
+def stamps(text: str) -> list[float]:
+    """The send times stamped in ``text`` (a streamed piece, or several joined)."""
+    return [float(m) for m in STAMP_RE.findall(text)]
 
 # status -> (Anthropic error.type, OpenAI code, Gemini status)
 _ERRORS: dict[int, tuple[str, str, str]] = {
@@ -64,8 +96,8 @@ def _message(step: Step) -> str:
     return str(error.get("message") or f"fakellm scripted error {error.get('status', 500)}")
 
 
-def anthropic_frames(steps: list[Step], error: Step | None, model: str, usage_in: int
-                     ) -> Iterator[Frame]:
+def anthropic_frames(steps: list[Step], error: Step | None, model: str, usage_in: int,
+                     *, stamp: bool = False) -> Iterator[Frame]:
     """Anthropic Messages stream events for ``steps``."""
     yield _sse({"type": "message_start", "message": {
         "id": f"msg_fake_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
@@ -82,11 +114,11 @@ def anthropic_frames(steps: list[Step], error: Step | None, model: str, usage_in
                       for p in _split(json.dumps(value.get("arguments", {})))]
         elif kind == "thinking":
             start = {"type": "thinking", "thinking": ""}
-            deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(value)]
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(value, stamp)]
             deltas.append({"type": "signature_delta", "signature": f"fake-sig-{index}"})
         else:
             start = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": p} for p in pieces(value)]
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(value, stamp)]
         yield _sse({"type": "content_block_start", "index": index, "content_block": start},
                    "content_block_start")
         for delta in deltas:
@@ -105,8 +137,8 @@ def anthropic_frames(steps: list[Step], error: Step | None, model: str, usage_in
     yield _sse({"type": "message_stop"}, "message_stop")
 
 
-def openai_frames(steps: list[Step], error: Step | None, model: str, usage_in: int
-                  ) -> Iterator[Frame]:
+def openai_frames(steps: list[Step], error: Step | None, model: str, usage_in: int,
+                  *, stamp: bool = False) -> Iterator[Frame]:
     """OpenAI Chat Completions chunks for ``steps``, usage chunk and ``[DONE]``."""
     base = {"id": f"chatcmpl-fake{uuid.uuid4().hex[:20]}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": model}
@@ -130,7 +162,7 @@ def openai_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
             calls += 1
             continue
         field = "reasoning_content" if kind == "thinking" else "content"
-        for piece in pieces(value):
+        for piece in _pieces(value, stamp):
             out += 1
             yield chunk({field: piece}, token=True)
     if error is not None:
@@ -143,8 +175,8 @@ def openai_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
     yield Frame(b"data: [DONE]\n\n")
 
 
-def gemini_frames(steps: list[Step], error: Step | None, model: str, usage_in: int
-                  ) -> Iterator[Frame]:
+def gemini_frames(steps: list[Step], error: Step | None, model: str, usage_in: int,
+                  *, stamp: bool = False) -> Iterator[Frame]:
     """Gemini streamGenerateContent (alt=sse) chunks for ``steps``."""
     response_id = uuid.uuid4().hex[:16]
     out, calls = 0, 0
@@ -171,7 +203,7 @@ def gemini_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
             out += 1
             yield chunk([part], token=True)
             continue
-        for piece in pieces(value):
+        for piece in _pieces(value, stamp):
             out += 1
             yield chunk([{"text": piece, **({"thought": True} if kind == "thinking" else {})}],
                         token=True)
