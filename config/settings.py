@@ -114,7 +114,9 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'confab.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        # Reused connections: each database_sync_to_async call would otherwise open one (and
+        # PostgreSQL a process): ~3x the run capacity in bench_fanout.
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -130,7 +132,10 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+            # socket_timeout above channels-redis's 5 s blocking read: with redis-py's default
+            # of 5 s an idle layer times out and closes sockets (redis/redis-py#4091).
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                       "capacity": 1500, "expiry": 60},
         }
     }
 else:

@@ -9,11 +9,13 @@ the last ``seq`` sent are skipped).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from channels.db import database_sync_to_async
+from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http.request import validate_host
@@ -218,8 +220,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def presence_join(self, message: dict[str, Any]) -> None:
         if message["channel"] != self.channel_name:
             self.present[message["channel"]] = message["user"]
-            await self.channel_layer.send(message["channel"], {
-                "type": "presence.here", "channel": self.channel_name, "user": self.me})
+            # Presence is ephemeral: a join storm that fills an inbox must not end a socket.
+            with contextlib.suppress(ChannelFull):
+                await self.channel_layer.send(message["channel"], {
+                    "type": "presence.here", "channel": self.channel_name, "user": self.me})
         await self._send_presence()
 
     async def presence_here(self, message: dict[str, Any]) -> None:
