@@ -135,7 +135,7 @@ async def test_a_server_that_never_initializes_is_skipped_after_its_timeout() ->
         assert mcp.tools() == []
         [warning] = mcp.warnings
         assert "did not start within 0.5 s" in warning.message
-    assert descendants() == before
+    assert descendants() - before == set()
 
 
 async def test_a_warning_never_shows_a_configured_secret() -> None:
@@ -166,7 +166,7 @@ async def test_cancelling_the_run_while_servers_start_leaves_nothing_behind() ->
     assert asyncio.get_running_loop().time() - started < 8  # stdio's close escalation: ~4 s
     # A spawn cut short by the cancellation is killed by asyncio itself and reaped by its child
     # watcher a moment later; every other process is already gone here.
-    await wait_until(lambda: descendants() == before, timeout_s=5, what="the last reaping")
+    await wait_until(lambda: not descendants() - before, timeout_s=5, what="the last reaping")
 
 
 async def test_a_server_killed_mid_call_gives_a_tool_error_not_a_crash(tmp_path: Path) -> None:
@@ -212,8 +212,9 @@ async def test_no_process_or_descriptor_is_left_after_a_run(sandbox: str, tmp_pa
         assert len(descendants()) >= len(before_pids) + 3
         assert len(set(Path("/tmp").glob("confab-mcp-*")) - homes) == 3
         await call(mcp.registry, "mcp__everything__echo", tmp_path, message="x")
-    assert descendants() == before_pids
-    assert open_fds() == before_fds
+    # Nothing new survives the run (a descendant from before may end meanwhile: not a leak).
+    assert descendants() - before_pids == set()
+    assert open_fds() <= before_fds
     assert set(Path("/tmp").glob("confab-mcp-*")) == homes
 
 
