@@ -19,11 +19,12 @@ from django.utils import timezone
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.rooms.models import Conversation, Message, MessageStatus, Run, RunStatus
+from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 from apps.rooms.services.runs import run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
-__all__ = ["PostResult", "message_post", "require_writer"]
+__all__ = ["PostResult", "message_post"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +35,6 @@ class PostResult:
     message: Message
     queued: bool
     created: bool
-
-
-def require_writer(membership: Membership) -> None:
-    """Viewers watch; they cannot send, stop, decide or answer."""
-    if not membership.role_enum.can_write:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers can watch but not take part.")
 
 
 def _rate_limit(conversation: Conversation, user: User) -> None:

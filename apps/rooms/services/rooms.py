@@ -16,8 +16,8 @@ from apps.accounts.models import Membership, Team, User
 from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.rooms.models import ACTIVE_RUN_STATUSES, Conversation, Room, Run
+from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock
-from apps.rooms.services.messages import require_writer
 from apps.rooms.workspaces import workspace_delete, workspace_path
 
 __all__ = [

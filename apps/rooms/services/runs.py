@@ -30,6 +30,7 @@ from apps.rooms.models import (
     RunStatus,
     ToolDecision,
 )
+from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 
 __all__ = [
@@ -47,11 +48,6 @@ __all__ = [
 
 def _user(membership: Membership) -> dict[str, object]:
     return {"id": membership.user_id, "name": membership.user.shown_name}
-
-
-def _require_writer(membership: Membership) -> None:
-    if not membership.role_enum.can_write:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers can watch but not take part.")
 
 
 def active_run(conversation: Conversation) -> Run | None:
@@ -103,7 +99,7 @@ def run_heartbeat(run_id: int) -> None:
 
 def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
     """Ask the active run to stop; the stop is broadcast with who asked."""
-    _require_writer(membership)
+    require_writer(membership)
     with transaction.atomic():
         conversation_lock(conversation.pk)
         run = active_run(conversation)
@@ -126,7 +122,7 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
                approve: bool) -> ToolDecision:
     """Record a member's decision on a tool call that waits for one (the first decision
     wins); a call that is not waiting — not yet, no more, or never — is refused."""
-    _require_writer(membership)
+    require_writer(membership)
     run = active_run(conversation)
     if run is None:
         raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
@@ -151,7 +147,7 @@ def run_answer(*, conversation: Conversation, membership: Membership, question_i
                text: str) -> Run:
     """Pass an answer to the run's waiting AskUser question (the first answer wins; the worker
     ignores later ones, and a question that is not waiting is refused here)."""
-    _require_writer(membership)
+    require_writer(membership)
     run = active_run(conversation)
     if run is None:
         raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
