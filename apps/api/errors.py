@@ -1,12 +1,15 @@
-"""One error shape for the REST API: ``{"code", "message"}`` with the code's HTTP status.
+"""One error shape for the REST API: ``{"code", "message"}`` with the code's HTTP status
+(plus the fields a subclass adds: a wiki conflict's ``current`` and ``merged_text``).
 
 Services raise :class:`~apps.common.errors.ApplicationError`; django-ninja's own refusals
-(no credentials, a body that does not validate, an unknown route parameter) are mapped onto the
-same closed list of codes.
+(no credentials, a body that does not validate, an unknown route parameter) and a request body
+over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (``too_large``, 413) are mapped onto the same closed list
+of codes.
 """
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -20,6 +23,7 @@ _CODE_OF_STATUS = {
     403: ErrorCode.FORBIDDEN,
     404: ErrorCode.NOT_FOUND,
     409: ErrorCode.CONFLICT,
+    413: ErrorCode.TOO_LARGE,
     429: ErrorCode.RATE_LIMITED,
     503: ErrorCode.UNAVAILABLE,
 }
@@ -30,8 +34,7 @@ def install_error_handlers(api: NinjaAPI) -> None:
     """Make every refusal of ``api`` answer ``{"code", "message"}``."""
 
     def respond(request: HttpRequest, error: ApplicationError) -> HttpResponse:
-        body = {"code": str(error.code), "message": error.message}
-        response = api.create_response(request, body, status=error.status)
+        response = api.create_response(request, error.body(), status=error.status)
         if error.code == ErrorCode.NOT_AUTHENTICATED:
             response["WWW-Authenticate"] = 'Bearer realm="confab"'
         return response
@@ -54,6 +57,11 @@ def install_error_handlers(api: NinjaAPI) -> None:
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         code = _CODE_OF_STATUS.get(exc.status_code, ErrorCode.INVALID)
         return respond(request, ApplicationError(code, str(exc)))
+
+    @api.exception_handler(RequestDataTooBig)
+    def too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        return respond(request, ApplicationError(ErrorCode.TOO_LARGE,
+                                                 "The request body is too large."))
 
     @api.exception_handler(Http404)
     def missing(request: HttpRequest, exc: Http404) -> HttpResponse:

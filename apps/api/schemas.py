@@ -32,7 +32,7 @@ __all__ = [
 
 class ErrorOut(Schema):
     """Every refusal: ``code`` from a closed list (not_authenticated, not_found, forbidden,
-    conflict, invalid, rate_limited, unavailable) and a human ``message``."""
+    conflict, invalid, rate_limited, too_large, unavailable) and a human ``message``."""
 
     code: str
     message: str

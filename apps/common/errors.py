@@ -1,13 +1,14 @@
 """ApplicationError: the one root of errors a service raises for a caller to show.
 
 Every interface (view, consumer, API) maps it the same way: ``{"type": "error", "code",
-"message"}`` on a socket, the HTTP ``status`` in REST. ``not_found`` is also what "not yours"
-looks like (DESIGN 3.1).
+"message"}`` on a socket, the HTTP ``status`` and :meth:`ApplicationError.body` in REST.
+``not_found`` is also what "not yours" looks like (DESIGN 3.1).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorCode(StrEnum):
@@ -20,6 +21,7 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"
     INVALID = "invalid"
     RATE_LIMITED = "rate_limited"
+    TOO_LARGE = "too_large"
     UNAVAILABLE = "unavailable"
 
 
@@ -31,6 +33,7 @@ _STATUS = {
     ErrorCode.CONFLICT: 409,
     ErrorCode.INVALID: 400,
     ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.TOO_LARGE: 413,
     ErrorCode.UNAVAILABLE: 503,
 }
 
@@ -47,6 +50,11 @@ class ApplicationError(Exception):
     def status(self) -> int:
         """The HTTP status for this code."""
         return _STATUS[self.code]
+
+    def body(self) -> dict[str, Any]:
+        """The REST body: ``{"code", "message"}``, plus whatever a subclass carries (a wiki
+        conflict adds the current page and the merged text)."""
+        return {"code": str(self.code), "message": self.message}
 
     def as_frame(self) -> dict[str, str]:
         """The wire form: ``{"type": "error", "code", "message"}``."""
