@@ -27,6 +27,8 @@ PRODUCTION = CONFAB_ENV == "production"
 # Data (SQLite file, workspaces, wiki repositories) lives outside the code tree.
 DATA_DIR = env_path("CONFAB_DATA_DIR", Path.home() / ".local" / "share" / "confab")
 WORKSPACES_DIR = env_path("CONFAB_WORKSPACES_DIR", DATA_DIR / "workspaces")
+# One bare git repository per team (<team id>.git) and the read-only snapshots runs see.
+WIKI_DIR = env_path("CONFAB_WIKI_DIR", DATA_DIR / "wiki")
 
 
 def _generated_secret(name: str, make: str) -> str:
@@ -75,6 +77,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.integrations",
     "apps.realtime",
+    "apps.wiki",
     "apps.rooms",
     "apps.api",
 ]
@@ -231,6 +234,10 @@ CONFAB = {
     "LOGIN_FAILURES": env_int("CONFAB_LOGIN_FAILURES", 5),
     "LOGIN_ADDRESS_FAILURES": env_int("CONFAB_LOGIN_ADDRESS_FAILURES", 50),
     "LOGIN_WINDOW_S": env_int("CONFAB_LOGIN_WINDOW_S", 900),
+    # The team wiki (sizes in bytes): a page, an attachment, everything at main together.
+    "WIKI_PAGE_BYTES": env_int("CONFAB_WIKI_PAGE_BYTES", 512 * 1024),
+    "WIKI_ATTACHMENT_BYTES": env_int("CONFAB_WIKI_ATTACHMENT_BYTES", 10 * 1024 * 1024),
+    "WIKI_QUOTA_BYTES": env_int("CONFAB_WIKI_QUOTA_BYTES", 512 * 1024 * 1024),
     # The offline model server `manage.py serve` starts beside Daphne.
     "FAKELLM_URL": env_str("CONFAB_FAKELLM_URL", "http://127.0.0.1:8001"),
     # Serve /static/ from the app (the embedded default); 0 when a proxy serves collectstatic.

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-__all__ = ["RUN_CHANNEL", "conversation_group", "run_group", "user_group", "EventEnvelope"]
+__all__ = ["RUN_CHANNEL", "conversation_group", "run_group", "user_group", "wiki_group",
+           "EventEnvelope"]
 
 RUN_CHANNEL = "agent-runs"
 """The channel run workers consume (``manage.py runworker agent-runs``)."""
@@ -24,6 +25,11 @@ def run_group(run_id: int) -> str:
 def user_group(user_id: int) -> str:
     """Every socket of one person (closed when they leave a team)."""
     return f"user.{user_id}"
+
+
+def wiki_group(team_id: int) -> str:
+    """Every socket reading or editing a page of the team's wiki (members of that team only)."""
+    return f"wiki.{team_id}"
 
 
 class EventEnvelope(TypedDict):

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WikiConfig(AppConfig):
+    name = "apps.wiki"
+    label = "wiki"
