@@ -1,5 +1,6 @@
-"""The REST API (DESIGN 3.5), mounted at ``/api/``: rooms, conversations and transcript
-exports, with its OpenAPI schema at ``/api/openapi.json`` and interactive docs at ``/api/docs``.
+"""The REST API (DESIGN 3.5), mounted at ``/api/``: rooms, conversations, transcript exports
+and team wikis (:mod:`apps.wiki.api`), with its OpenAPI schema at ``/api/openapi.json`` and
+interactive docs at ``/api/docs``.
 
 Callers authenticate with a personal API token (``Authorization: Bearer cf_...``) or the
 browser's session (with the CSRF token on unsafe methods): see :mod:`apps.api.auth`.
@@ -13,6 +14,7 @@ from ninja.operation import Operation
 from apps.api import conversations, rooms
 from apps.api.auth import SessionAuth, TokenAuth
 from apps.api.errors import install_error_handlers
+from apps.wiki import api as wiki_api
 
 __all__ = ["api"]
 
@@ -29,14 +31,15 @@ api = ConfabAPI(
     title="confab",
     version="1",
     description=(
-        "Rooms, conversations and transcript exports of the teams you belong to. Authenticate "
-        "with a personal API token (`Authorization: Bearer cf_...`) or a signed-in session "
-        "(send `X-CSRFToken` on POST, PATCH and DELETE). Another team's objects answer 404, "
-        "like missing ones. Errors are `{\"code\", \"message\"}`."
+        "Rooms, conversations, transcript exports and wikis of the teams you belong to. "
+        "Authenticate with a personal API token (`Authorization: Bearer cf_...`) or a signed-in "
+        "session (send `X-CSRFToken` on POST, PUT, PATCH and DELETE). Another team's objects "
+        "answer 404, like missing ones. Errors are `{\"code\", \"message\"}`."
     ),
     auth=[TokenAuth(), SessionAuth()],
     urls_namespace="api",
 )
 api.add_router("/", rooms.router)
 api.add_router("/", conversations.router)
+api.add_router("/", wiki_api.router)
 install_error_handlers(api)

@@ -83,7 +83,7 @@ def attachment_read(*, team: Team, path: str, rev: str = "HEAD") -> tuple[bytes,
 
 def page_history(*, team: Team, path: str, limit: int = 50) -> list[HistoryEntry]:
     """The commits that changed ``path``, newest first, following renames (at most ``limit``,
-    capped at :data:`HISTORY_MAX`); ``[]`` for a path that never existed."""
+    capped at :data:`HISTORY_MAX`); ``not_found`` for a path no commit ever touched."""
     with store_errors():
         return store_for(team).history(path, limit=max(1, min(limit, HISTORY_MAX)))
 

@@ -3,13 +3,15 @@ with token and with session auth (DESIGN 4: isolation tests as a matrix).
 
 ``test_every_api_route_has_a_row`` fails when a route is added to the API without a row here.
 Another team's object must answer exactly like a missing one: same status, same body.
+The wiki rows run against Acme's wiki (a Home page and an attachment by alice) in a WIKI_DIR of
+the test's own; the clone URL has its matrix in ``tests/integration/wiki/test_git_http.py``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from django.test import Client
 from django.urls import URLPattern
 
 from apps.api.api import api
+from apps.wiki.services import attachment_save, page_save
 
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
 MISSING_ID = 999_999
@@ -24,18 +27,24 @@ MISSING_ID = 999_999
 
 @dataclass(frozen=True)
 class Row:
-    """One route: ``statuses`` in the order of :data:`PERSONAS`."""
+    """One route: ``statuses`` in the order of :data:`PERSONAS`. ``path`` may end in a query;
+    ``body`` is JSON, or raw bytes; ``names`` fills a placeholder from another id (the files
+    route's ``{path}`` is an attachment's)."""
 
     method: str
     path: str
     statuses: tuple[int, int, int, int, int]
-    body: dict[str, Any] | None = None
+    body: dict[str, Any] | bytes | None = None
+    names: dict[str, str] = field(default_factory=dict)
 
 
 PUBLIC = (200, 200, 200, 200, 200)
 READ = (401, 404, 200, 200, 200)
 WRITE = (401, 404, 403, 200, 200)
 CREATE = (401, 404, 403, 201, 201)
+MANAGE = (401, 404, 403, 403, 200)  # owners and admins only (bob is a member)
+WIKI = "/api/teams/{team_id}/wiki"
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 
 MATRIX = [
     Row("GET", "/api/", (404, 404, 404, 404, 404)),
@@ -55,6 +64,21 @@ MATRIX = [
     Row("DELETE", "/api/conversations/{conversation_id}", (401, 404, 403, 403, 204)),
     Row("GET", "/api/conversations/{conversation_id}/export.json", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.md", READ),
+    Row("GET", WIKI + "/pages", READ),
+    Row("GET", WIKI + "/pages/{path}", READ),
+    # "author" in the body is ignored: commits are by the caller (tests/integration/wiki)
+    Row("PUT", WIKI + "/pages/{path}", WRITE,
+        {"content": "# Home\n\nChanged.\n", "expected_blob": "{blob}", "author": "Mallory"}),
+    Row("DELETE", WIKI + "/pages/{path}?expected_blob={blob}", MANAGE),
+    Row("POST", WIKI + "/pages/{path}/rename", WRITE,
+        {"to": "Moved.md", "expected_blob": "{blob}"}),
+    Row("POST", WIKI + "/pages/{path}/restore", WRITE, {"rev": "{commit}"}),
+    Row("GET", WIKI + "/history/{path}", READ),
+    Row("GET", WIKI + "/diff/{path}?from={commit}", READ),
+    Row("GET", WIKI + "/search?q=welcome", READ),
+    Row("GET", WIKI + "/files/{path}", READ, names={"path": "file"}),
+    Row("PUT", WIKI + "/files/{path}?expected_blob={file_blob}", WRITE, PNG[::-1],
+        names={"path": "file"}),
 ]
 
 
@@ -71,16 +95,38 @@ def _fill(value: Any, ids: dict[str, int]) -> Any:
     return value.format(**ids) if isinstance(value, str) else value
 
 
-def _call(client: Client, row: Row, ids: dict[str, int]):
+def _call(client: Client, row: Row, ids: dict[str, Any]):
+    ids = {**ids, **{name: ids[source] for name, source in row.names.items()}}
+    if isinstance(row.body, bytes):
+        return client.generic(row.method, _fill(row.path, ids), data=row.body,
+                              content_type="application/octet-stream")
     body = _fill(row.body, ids)
     return client.generic(row.method, _fill(row.path, ids),
                           data=b"" if body is None else json.dumps(body),
                           content_type="application/json")
 
 
+def _missing(ids: dict[str, Any]) -> dict[str, Any]:
+    """Every id replaced by one that names nothing (of the same type)."""
+    return {key: type(value)(MISSING_ID) for key, value in ids.items()}
+
+
 @pytest.fixture
-def ids(acme, globex, room, conversation) -> dict[str, int]:
-    return {"team_id": acme.pk, "room_id": room.pk, "conversation_id": conversation.pk}
+def wiki_ids(acme, alice, settings, tmp_path) -> dict[str, str]:
+    """Acme's wiki (in this test's own WIKI_DIR): Home.md and an attachment, by alice."""
+    settings.WIKI_DIR = tmp_path / "wiki"
+    page = page_save(team=acme, by=alice, path="Home.md", content="# Home\n\nWelcome.\n",
+                     expected_blob=None, message="Start")
+    file = attachment_save(team=acme, by=alice, path="_files/logo.png", content=PNG,
+                           expected_blob=None, message="Logo")
+    return {"path": page.path, "blob": page.blob, "commit": page.commit, "file": file.path,
+            "file_blob": file.blob}
+
+
+@pytest.fixture
+def ids(acme, globex, room, conversation, wiki_ids) -> dict[str, Any]:
+    return {"team_id": acme.pk, "room_id": room.pk, "conversation_id": conversation.pk,
+            **wiki_ids}
 
 
 @pytest.fixture(params=["token", "session"])
@@ -104,7 +150,7 @@ def test_isolation_matrix(row: Row, persona: str, client_for, ids) -> None:
     expected = row.statuses[PERSONAS.index(persona)]
     assert response.status_code == expected, response.content[:300]
     if expected == 404 and persona == "charlie" and "{" in row.path + str(row.body):
-        missing = _call(client, row, dict.fromkeys(ids, MISSING_ID))
+        missing = _call(client, row, _missing(ids))
         assert (missing.status_code, missing.json()) == (404, response.json())
 
 
@@ -125,5 +171,5 @@ def _api_routes() -> set[tuple[str, str]]:
 
 @pytest.mark.django_db
 def test_every_api_route_has_a_row() -> None:
-    rows = {(row.method, row.path) for row in MATRIX}
+    rows = {(row.method, row.path.partition("?")[0]) for row in MATRIX}
     assert _api_routes() == rows
