@@ -23,4 +23,5 @@ urlpatterns = [
     path("", home, name="home"),
     path("", include("apps.accounts.urls")),
     path("", include("apps.integrations.urls")),
+    path("", include("apps.wiki.urls")),
 ]
