@@ -51,12 +51,15 @@ from apps.engine.runtime.incremental import ModelView, TokenCounter
 from apps.engine.runtime.loop import StepRun
 from apps.engine.tools.base import ToolCategory, ToolContext, ToolEnvironment
 from apps.engine.tools.executor import StreamingToolExecutor
+from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.tools.registry import ToolRegistry
 
 __all__ = ["AgentRunner", "RunConfig", "RunStatus"]
 
 RunStatus = Literal["completed", "cancelled", "failed"]
 _DONE = object()
+SHARED_SERVICES = ("wiki",)
+"""Services a sub-agent gets from its parent (the others, like the task list, are its own)."""
 SUBAGENT_SYSTEM = (
     "You are a sub-agent working for another agent. Do the task you are given with the tools "
     "you have, then answer with a concise report of what you found or did: that report is all "
@@ -95,7 +98,8 @@ class AgentRunner:
 
     Ports: ``inbox`` (people's pending messages), ``approvals``, ``inputs`` (AskUser); ``env``
     and ``workspace`` for tools; ``compactor`` (None: never compact); ``hooks``; ``services``
-    handed to tools (e.g. the sub-agent factory of Task).
+    handed to tools (e.g. the sub-agent factory of Task, the wiki port); ``mounts``: read-only
+    directories the file tools and Bash see in the workspace (the wiki's snapshot).
     """
 
     def __init__(self, provider: AiProvider, tools: ToolRegistry, config: RunConfig,
@@ -103,7 +107,8 @@ class AgentRunner:
                  inbox: PendingInbox | None = None, approvals: ApprovalGate | None = None,
                  inputs: InputPort | None = None, env: ToolEnvironment | None = None,
                  compactor: Compactor | None = None, hooks: RunHooks | None = None,
-                 services: dict[str, Any] | None = None) -> None:
+                 services: dict[str, Any] | None = None,
+                 mounts: ReadOnlyMounts | None = None) -> None:
         self.provider = provider
         self.tools = tools
         self.config = config
@@ -118,6 +123,7 @@ class AgentRunner:
         self.hooks = hooks or RunHooks()
         self.services = services if services is not None else {}
         self.services.setdefault("subagent", self.subagent)
+        self.mounts = mounts
         self.status: RunStatus | None = None
         self.turns = 0
         self._queue: asyncio.Queue[object] = asyncio.Queue()
@@ -157,13 +163,16 @@ class AgentRunner:
         return [event async for event in self.events()]
 
     def subagent(self, prompt: str) -> AgentRunner:
-        """A sub-agent for Task: same provider, workspace and ports; a fresh history holding
-        ``prompt``; every tool except the agent ones (no sub-agents of sub-agents)."""
+        """A sub-agent for Task: same provider, workspace, mounts and ports (the wiki's among
+        them); a fresh history holding ``prompt``; every tool except the agent ones (no
+        sub-agents of sub-agents)."""
+        shared = {name: self.services[name] for name in SHARED_SERVICES
+                  if name in self.services}
         return AgentRunner(
             self.provider, self.tools.subset(exclude_categories=[ToolCategory.AGENT]),
             replace(self.config, system=SUBAGENT_SYSTEM), [Message(role="user", content=prompt)],
             run_id=f"{self.run_id}/sub", workspace=self.workspace, approvals=self.approvals,
-            inputs=self.inputs, env=self.env)
+            inputs=self.inputs, env=self.env, services=shared, mounts=self.mounts)
 
     # -- the run ----------------------------------------------------------------------------
     async def emit(self, event: RuntimeEvent) -> None:
@@ -260,7 +269,7 @@ class AgentRunner:
     def _tool_context(self, call: ToolCall, arguments: dict[str, Any]) -> ToolContext:
         return ToolContext(call_id=call.id, arguments=arguments, workspace=self.workspace,
                            emit=self.emit, inputs=self.inputs, env=self.env,
-                           services=self.services)
+                           services=self.services, mounts=self.mounts)
 
     def _request(self) -> ChatRequest:
         config = self.config

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from apps.engine.messages import ImageBlock, TextBlock, ToolDefinition
+from apps.engine.tools.mounts import ReadOnlyMounts
 
 if TYPE_CHECKING:
     from apps.engine.events import RuntimeEvent
@@ -92,7 +93,9 @@ class ToolEnvironment:
 class ToolContext:
     """One call's world: its id and validated ``arguments``, the conversation's ``workspace``
     (every file and shell tool is confined to it), ``emit`` to report runtime events (todos,
-    questions, nested sub-agent events), the room's ``inputs`` port for AskUser, and ``env``."""
+    questions, nested sub-agent events), the room's ``inputs`` port for AskUser, ``env``, the
+    run's read-only ``mounts`` (the wiki at ``wiki/``) and per-run ``services`` (``"wiki"``:
+    the team wiki's port)."""
 
     call_id: str
     arguments: dict[str, Any]
@@ -101,6 +104,7 @@ class ToolContext:
     inputs: InputPort | None = None
     env: ToolEnvironment = field(default_factory=ToolEnvironment)
     services: dict[str, Any] = field(default_factory=dict)  # e.g. "subagent" for Task
+    mounts: ReadOnlyMounts | None = None
 
 
 @dataclass(frozen=True, slots=True)

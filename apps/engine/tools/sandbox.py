@@ -11,9 +11,11 @@ Where ``bwrap`` is installed and works, a command runs the way mature agent sand
 - ``--new-session``: no controlling terminal to push input into (TIOCSTI, CVE-2017-5226);
 - the system directories (``/usr``, ``/bin``, ``/lib*``, ``/sbin``, ``/etc``) read-only, a fresh
   ``/tmp`` tmpfs, a minimal ``/dev`` and a ``/proc`` of the namespace, and the workspace as the
-  only writable bind. The rest of the host (home directories, the server's code and settings,
-  other conversations' workspaces) is not there at all: a multi-tenant server cannot give every
-  agent a read-only view of ``/`` as single-user sandboxes do;
+  only writable bind, with the run's read-only mounts (the team wiki's snapshot at ``wiki/``)
+  bound over it with ``--ro-bind``. The rest of the host (home directories, the server's code
+  and settings, other conversations' workspaces, other teams' wikis) is not there at all: a
+  multi-tenant server cannot give every agent a read-only view of ``/`` as single-user
+  sandboxes do;
 - ``--cap-drop ALL`` and ``--clearenv`` with a minimal environment (:func:`minimal_env`), so no
   server secret reaches the command through its environment;
 - resource limits set by the shell before it runs the command (:func:`limited_shell_argv`).
@@ -30,7 +32,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,17 +98,23 @@ def limited_shell_argv(bash: str, command: str, *, limit_processes: bool) -> lis
     return [bash, "-c", script, bash, command]
 
 
-def bwrap_argv(bwrap: str, workspace: Path, command_argv: Sequence[str]) -> list[str]:
+def bwrap_argv(bwrap: str, workspace: Path, command_argv: Sequence[str], *,
+               read_only: Mapping[str, Path] | None = None) -> list[str]:
     """The ``bwrap`` command line that runs ``command_argv`` confined to ``workspace``.
 
     ``workspace`` must be absolute and resolved; it is the working directory and ``HOME``.
+    ``read_only``: top-level names of the workspace and the resolved directories bound there
+    read-only (``{"wiki": <snapshot>}``); bubblewrap makes the mount point if it is missing.
     Order matters: ``/tmp`` is mounted before the workspace so a workspace under ``/tmp`` is not
-    hidden by the tmpfs.
+    hidden by the tmpfs, and the read-only binds after the workspace, over it.
     """
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
     argv += _system_mounts()
     argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    argv += ["--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+    argv += ["--bind", str(workspace), str(workspace)]
+    for name, source in sorted((read_only or {}).items()):
+        argv += ["--ro-bind", str(source), str(workspace / name)]
+    argv += ["--chdir", str(workspace)]
     argv += ["--cap-drop", "ALL", "--clearenv"]
     for name, value in minimal_env(workspace).items():
         argv += ["--setenv", name, value]

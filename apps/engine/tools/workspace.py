@@ -14,6 +14,12 @@ symbolic links there:
 yielding file links that lead outside; :func:`run_stoppable` runs such a walk in a worker thread
 that stops when its caller is cancelled. POSIX only (``dir_fd``, ``O_NOFOLLOW``), like the
 server.
+
+Read-only mounts (:mod:`apps.engine.tools.mounts`, the wiki at ``wiki/``): :func:`locate` is
+:func:`resolve_path` with the run's mount table. A path under a mounted name resolves inside the
+mounted directory (with the same rules: no ``..`` out of it, no links out of it) and is refused
+for writing; :func:`walk_view` lists a tree as the model sees it, the mounted directories in
+place of what the workspace holds under their names.
 """
 
 from __future__ import annotations
@@ -26,19 +32,25 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from apps.engine.errors import ToolError
+from apps.engine.tools.mounts import ReadOnlyMounts
 
 __all__ = [
     "SKIPPED_DIRS",
+    "Located",
     "display_path",
     "is_inside",
+    "locate",
     "open_in_workspace",
+    "relative_to_shown",
     "resolve_path",
     "run_stoppable",
     "walk_files",
+    "walk_view",
     "workspace_root",
 ]
 
@@ -71,6 +83,30 @@ def resolve_path(workspace: Path, path: str) -> Path:
     not exist yet (Write). Raises ToolError for an empty path, a ``~`` path, a path that leaves
     the workspace, and one that reaches outside through a symbolic link (dangling links too).
     """
+    return locate(workspace, path).real
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A path as the file tools use it: ``real`` (absolute, link-free) lies in ``root`` (the
+    resolved workspace, or the directory of the mount ``mount``); ``shown`` is how the model
+    spells it: workspace-relative POSIX (``"wiki/Home.md"``), ``"."`` for the workspace."""
+
+    root: Path
+    real: Path
+    shown: str
+    mount: str | None = None
+
+
+def locate(workspace: Path, path: str, mounts: ReadOnlyMounts | None = None, *,
+           write: bool = False) -> Located:
+    """Where ``path`` is, as :func:`resolve_path` finds it, with the run's read-only ``mounts``.
+
+    A path under a mounted name (``wiki/...``, lexically, or through a link inside the
+    workspace) resolves inside the mount's directory (blocking the first time: the directory
+    may be built then) and never outside it; with ``write`` it is refused, before anything is
+    resolved. Raises ToolError as :func:`resolve_path` does.
+    """
     root = workspace_root(workspace)
     rel = _relative_spelling(workspace, root, path)
     lexical = os.path.normpath(rel)
@@ -79,6 +115,8 @@ def resolve_path(workspace: Path, path: str) -> Path:
             f"Path {path!r} is outside the workspace. Use a path relative to the workspace "
             "root, or an absolute path inside it."
         )
+    if mounts and (inside := mounts.split(lexical)) is not None:
+        return _in_mount(mounts, *inside, spelled=path, write=write)
     # realpath (non-strict) follows links even when their target does not exist, so a dangling
     # link that points outside is caught here too, before Write could create its target.
     real = Path(os.path.realpath(root / lexical))
@@ -87,7 +125,25 @@ def resolve_path(workspace: Path, path: str) -> Path:
             f"Path {path!r} leads outside the workspace through a symbolic link; "
             "links that point outside the workspace are not followed."
         )
-    return real
+    shown = real.relative_to(root).as_posix()
+    if mounts and (inside := mounts.split(shown)) is not None:  # a link to wiki/...
+        return _in_mount(mounts, *inside, spelled=path, write=write)
+    return Located(root, real, shown or ".")
+
+
+def _in_mount(mounts: ReadOnlyMounts, name: str, rest: str, *, spelled: str,
+              write: bool) -> Located:
+    if write:
+        note = mounts.note(name)
+        raise ToolError(f"{spelled!r} is under {name}/, which is mounted read-only"
+                        + (f": {note}" if note else "; it cannot be changed here."))
+    source = mounts.source(name)
+    real = Path(os.path.realpath(source / rest)) if rest else source
+    if not is_inside(source, real):
+        raise ToolError(f"Path {spelled!r} leads out of {name}/ through a symbolic link; "
+                        "links are not followed out of it.")
+    inner = real.relative_to(source).as_posix()
+    return Located(source, real, f"{name}/{inner}" if inner != "." else name, name)
 
 
 def _relative_spelling(workspace: Path, root: Path, path: str) -> str:
@@ -218,14 +274,15 @@ def _require_regular(fd: int, path: Path) -> None:
         raise ToolError(f"{path.name!r} is not a regular file (a device, FIFO or socket).")
 
 
-def walk_files(root: Path, start: Path, stop: threading.Event | None = None
-               ) -> Iterator[tuple[Path, Path]]:
+def walk_files(root: Path, start: Path, stop: threading.Event | None = None, *,
+               skip: frozenset[str] = frozenset()) -> Iterator[tuple[Path, Path]]:
     """Regular files under ``start`` as ``(path, real_path)``, in path order (depth first,
     names sorted within each directory).
 
     ``root`` and ``start`` are resolved. Directories in :data:`SKIPPED_DIRS` are not entered,
     directory links are not followed (no loops, no escapes), and a file link is yielded only
-    when its target is a regular file inside ``root``. Stops early once ``stop`` is set.
+    when its target is a regular file inside ``root``. Entries whose path is in ``skip`` (a
+    set of path strings) are left out. Stops early once ``stop`` is set.
     """
     stack = [iter(_sorted_entries(start))]
     while stack:
@@ -234,6 +291,8 @@ def walk_files(root: Path, start: Path, stop: threading.Event | None = None
         entry = next(stack[-1], None)
         if entry is None:
             stack.pop()
+        elif entry.path in skip:
+            continue
         elif entry.is_dir(follow_symlinks=False):
             if entry.name not in SKIPPED_DIRS:
                 stack.append(iter(_sorted_entries(entry.path)))
@@ -243,6 +302,39 @@ def walk_files(root: Path, start: Path, stop: threading.Event | None = None
             real = Path(os.path.realpath(entry.path))
             if is_inside(root, real) and real.is_file():
                 yield Path(entry.path), real
+
+
+def walk_view(start: Located, mounts: ReadOnlyMounts | None = None,
+              stop: threading.Event | None = None) -> Iterator[tuple[str, Path, Path]]:
+    """Regular files under the directory ``start`` as ``(shown, real_path, root)``: the
+    workspace as the model sees it, with each mount's files under its name in place of what the
+    workspace holds there. The rules of :func:`walk_files` apply inside each root; the workspace
+    is walked in path order first, then the mounts by name."""
+    if start.mount is not None:
+        yield from _walk_under(start.mount, start.root, start.real, stop)
+        return
+    names = mounts.names() if mounts else []
+    hidden = frozenset(str(start.root / name) for name in names)
+    for file, real in walk_files(start.root, start.real, stop, skip=hidden):
+        if mounts and mounts.split(real.relative_to(start.root).as_posix()) is not None:
+            continue  # a link into what a mount hides
+        yield file.relative_to(start.root).as_posix(), real, start.root
+    if start.real == start.root:
+        for name in names:
+            assert mounts is not None
+            source = mounts.source(name)
+            yield from _walk_under(name, source, source, stop)
+
+
+def _walk_under(name: str, source: Path, start: Path, stop: threading.Event | None
+                ) -> Iterator[tuple[str, Path, Path]]:
+    for file, real in walk_files(source, start, stop):
+        yield f"{name}/{file.relative_to(source).as_posix()}", real, source
+
+
+def relative_to_shown(shown: str, base: str) -> str:
+    """``shown`` relative to the shown directory ``base`` (``"."`` is the workspace)."""
+    return shown if base == "." else shown[len(base) + 1:]
 
 
 def _sorted_entries(directory: str | Path) -> list[os.DirEntry[str]]:

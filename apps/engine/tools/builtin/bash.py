@@ -6,6 +6,11 @@ variables), and CPU-time and file-size limits. It runs inside bubblewrap when th
 working ``bwrap`` and ``ToolEnvironment.sandbox`` is "auto" (:mod:`apps.engine.tools.sandbox`);
 otherwise the result says "not sandboxed: <why>".
 
+The run's read-only mounts (the team wiki at ``wiki/``) are bound read-only inside the sandbox.
+Without the sandbox they are not there at all: an unsandboxed command runs with the server's
+own rights, so a symbolic link or a bind would only pretend to be read-only; the result says
+so when the command names a mount, and points to Read, Glob and Grep, which see it.
+
 Process lifetime: the command gets its own session and process group (``start_new_session``).
 When the shell exits, when the timeout passes, and when the invoking task is cancelled, the whole
 group gets SIGTERM, then SIGKILL after a short grace, and the shell is reaped, so nothing the
@@ -32,6 +37,7 @@ from typing import Any
 from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.bash_readonly import is_read_only
+from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.tools.sandbox import (
     DEFAULT_PATH,
     SandboxStatus,
@@ -250,6 +256,24 @@ def _bash() -> str:
     return found
 
 
+async def _read_only_binds(workspace: Path, mounts: ReadOnlyMounts | None,
+                           notes: list[str]) -> dict[str, Path]:
+    """The run's read-only mounts to bind inside the sandbox (resolved in a thread: the first
+    use may build the wiki's snapshot). A name the workspace holds as a file or a symbolic link
+    is not bound (the link would move the mount elsewhere inside the sandbox); ``notes`` says so.
+    """
+    if not mounts:
+        return {}
+    binds = await asyncio.to_thread(mounts.resolved)
+    for name in list(binds):
+        point = workspace / name
+        if point.is_symlink() or (point.exists() and not point.is_dir()):
+            del binds[name]
+            notes.append(f"[{name}/ is not mounted in this command: the workspace holds a file "
+                         f"or link named {name!r}; rename it to see {name}/ here]")
+    return binds
+
+
 def _describe_end(result: ProcessResult, timeout_ms: int) -> str:
     """The line after the output that says how the command ended."""
     if result.timed_out:
@@ -329,8 +353,14 @@ class BashTool(BaseTool):
         workspace = workspace_root(ctx.workspace)
         status = await self.sandbox(ctx.env.sandbox)
         shell = limited_shell_argv(_bash(), command, limit_processes=status.active)
+        notes: list[str] = []
         if status.active and status.bwrap:
-            shell = bwrap_argv(status.bwrap, workspace, shell)
+            read_only = await _read_only_binds(workspace, ctx.mounts, notes)
+            shell = bwrap_argv(status.bwrap, workspace, shell, read_only=read_only)
+        elif ctx.mounts:
+            notes.extend(f"[{name}/ is mounted only inside the sandbox, and this command was "
+                         f"not sandboxed: use Read, Glob or Grep on {name}/ instead]"
+                         for name in ctx.mounts.names() if name in command)
         try:
             result = await run_in_process_group(
                 shell, cwd=workspace, env=minimal_env(workspace),
@@ -340,5 +370,6 @@ class BashTool(BaseTool):
         lines = [result.output.rstrip("\n") or "(no output)", _describe_end(result, timeout_ms)]
         if not status.active:
             lines.append(f"[{status.reason}]")
+        lines.extend(notes)
         failed = result.timed_out or result.returncode != 0
         return ToolOutput("\n".join(lines), is_error=failed)

@@ -16,7 +16,8 @@ from typing import Any
 from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.builtin.read import format_line, looks_binary, open_existing
-from apps.engine.tools.workspace import display_path, open_in_workspace, resolve_path
+from apps.engine.tools.mounts import ReadOnlyMounts
+from apps.engine.tools.workspace import locate, open_in_workspace
 
 __all__ = ["EditTool", "edit_file"]
 
@@ -67,17 +68,18 @@ class EditTool(BaseTool):
         args = ctx.arguments
         message = await asyncio.to_thread(
             edit_file, ctx.workspace, args["file_path"], args["old_string"],
-            args["new_string"], replace_all=args.get("replace_all", False),
+            args["new_string"], replace_all=args.get("replace_all", False), mounts=ctx.mounts,
         )
         return ToolOutput(message)
 
 
 def edit_file(workspace: Path, file_path: str, old: str, new: str, *,
-              replace_all: bool = False) -> str:
+              replace_all: bool = False, mounts: ReadOnlyMounts | None = None) -> str:
     """Replace ``old`` by ``new`` in ``file_path``; a summary and the changed lines, numbered.
 
     Raises ToolError when ``old`` is empty or equal to ``new``, is not found, or is found more
-    than once without ``replace_all``, and for a missing, binary or non-UTF-8 file.
+    than once without ``replace_all``, for a missing, binary or non-UTF-8 file, and for a
+    path under a read-only mount (``wiki/``).
     """
     if old == new:
         raise ToolError("old_string and new_string are identical, so there is nothing to change.")
@@ -86,8 +88,8 @@ def edit_file(workspace: Path, file_path: str, old: str, new: str, *,
             "old_string is empty. Give the exact text to replace (Read the file to copy it); "
             "to create a file or replace all of it, use Write."
         )
-    path = resolve_path(workspace, file_path)
-    shown = display_path(workspace, path)
+    where = locate(workspace, file_path, mounts, write=True)
+    path, shown = where.real, where.shown
     content = _load_text(workspace, path, shown)
     crlf = _all_crlf(content)
     if crlf:

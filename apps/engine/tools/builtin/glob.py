@@ -24,11 +24,13 @@ from typing import Any
 
 from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
+from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.tools.workspace import (
-    resolve_path,
+    Located,
+    locate,
+    relative_to_shown,
     run_stoppable,
-    walk_files,
-    workspace_root,
+    walk_view,
 )
 
 __all__ = ["MAX_RESULTS", "GlobTool", "compile_glob", "glob_files", "search_directory"]
@@ -75,45 +77,49 @@ class GlobTool(BaseTool):
     async def invoke(self, ctx: ToolContext) -> ToolOutput:
         args = ctx.arguments
         workspace, pattern, path = ctx.workspace, args["pattern"], args.get("path")
+        mounts = ctx.mounts
         return ToolOutput(await run_stoppable(
-            lambda stop: glob_files(workspace, pattern, path, stop)))
+            lambda stop: glob_files(workspace, pattern, path, stop, mounts)))
 
 
 def glob_files(workspace: Path, pattern: str, path: str | None = None,
-               stop: threading.Event | None = None) -> str:
+               stop: threading.Event | None = None,
+               mounts: ReadOnlyMounts | None = None) -> str:
     """The listing Glob returns: matching files, one per line, newest first, capped at
-    :data:`MAX_RESULTS` with a note; "No files found ..." when none match. Raises ToolError
-    for an empty pattern, a ``..`` after the first wildcard, a search path that is not a
-    directory, and anything outside the workspace."""
+    :data:`MAX_RESULTS` with a note; "No files found ..." when none match. ``mounts``: the
+    run's read-only mounts, listed under their names (``wiki/...``). Raises ToolError for an
+    empty pattern, a ``..`` after the first wildcard, a search path that is not a directory,
+    and anything outside the workspace."""
     if not pattern.strip():
         raise ToolError("The pattern is empty; give a glob such as '**/*.py'.")
-    search = search_directory(workspace, path)
+    search = search_directory(workspace, path, mounts)
     base_spelling, rest = _split_literal_prefix(pattern)
     if ".." in rest.split("/"):
         raise ToolError("'..' may not follow a wildcard in a Glob pattern; use `path` to choose "
                         "the directory to search.")
-    base = resolve_path(workspace, os.path.join(search, base_spelling)) if base_spelling else search
-    if not base.is_dir():
+    base = (locate(workspace, os.path.join(search.shown, base_spelling), mounts)
+            if base_spelling else search)
+    if not base.real.is_dir():
         return f"No files found matching {pattern!r}."
     matcher = compile_glob(rest or "**")
-    root = workspace_root(workspace)
     found = []
-    for file, real in walk_files(root, base, stop):
-        if matcher.match(file.relative_to(base).as_posix()):
+    for shown, real, _ in walk_view(base, mounts, stop):
+        if matcher.match(relative_to_shown(shown, base.shown)):
             try:
-                found.append((-real.stat().st_mtime_ns, file.relative_to(root).as_posix()))
+                found.append((-real.stat().st_mtime_ns, shown))
             except OSError:
                 continue  # removed while we walked
     return _listing(sorted(found), pattern)
 
 
-def search_directory(workspace: Path, path: str | None) -> Path:
-    """The resolved directory to search: ``path`` or the workspace root; ToolError if it is
-    missing or not a directory."""
-    directory = resolve_path(workspace, path or ".")
-    if not directory.exists():
+def search_directory(workspace: Path, path: str | None,
+                     mounts: ReadOnlyMounts | None = None) -> Located:
+    """The directory to search: ``path`` or the workspace root; ToolError if it is missing
+    or not a directory."""
+    directory = locate(workspace, path or ".", mounts)
+    if not directory.real.exists():
         raise ToolError(f"Directory not found: {path}")
-    if not directory.is_dir():
+    if not directory.real.is_dir():
         raise ToolError(f"{path} is a file, not a directory; `path` must be a directory.")
     return directory
 
@@ -130,7 +136,7 @@ def _listing(found: list[tuple[int, str]], pattern: str) -> str:
 
 def _split_literal_prefix(pattern: str) -> tuple[str, str]:
     """Split off the leading segments without wildcards: they name the directory to walk
-    (which also confines an absolute or ``..`` prefix through resolve_path)."""
+    (which also confines an absolute or ``..`` prefix through locate)."""
     segments = pattern.split("/")
     k = 0
     while k < len(segments) - 1 and not _MAGIC.intersection(segments[k]):

@@ -26,12 +26,13 @@ import regex as re
 from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.builtin.glob import compile_glob
+from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.tools.workspace import (
+    locate,
     open_in_workspace,
-    resolve_path,
+    relative_to_shown,
     run_stoppable,
-    walk_files,
-    workspace_root,
+    walk_view,
 )
 
 __all__ = ["MAX_LINE_CHARS", "MAX_RESULTS", "GrepTool", "OutputMode", "grep_files"]
@@ -92,22 +93,23 @@ class GrepTool(BaseTool):
         return {k: v for k, v in arguments.items() if v is not None}
 
     async def invoke(self, ctx: ToolContext) -> ToolOutput:
-        args, workspace = ctx.arguments, ctx.workspace
+        args, workspace, mounts = ctx.arguments, ctx.workspace, ctx.mounts
         return ToolOutput(await run_stoppable(lambda stop: grep_files(
             workspace, args["pattern"], args.get("path"), args.get("glob"),
-            args.get("output_mode", "content"), stop)))
+            args.get("output_mode", "content"), stop, mounts)))
 
 
 def grep_files(workspace: Path, pattern: str, path: str | None = None,
                glob: str | None = None, output_mode: OutputMode = "content",
-               stop: threading.Event | None = None) -> str:
+               stop: threading.Event | None = None,
+               mounts: ReadOnlyMounts | None = None) -> str:
     """The text Grep returns (see the module docstring for the shapes); "No matches found ..."
-    when nothing matches. Raises ToolError for an invalid regex, an empty glob, a missing path
-    and anything outside the workspace."""
+    when nothing matches. ``mounts``: the run's read-only mounts, searched under their names
+    (``wiki/...``) after the workspace's own files. Raises ToolError for an invalid regex, an
+    empty glob, a missing path and anything outside the workspace."""
     regex = _Budgeted(_compile(pattern), SEARCH_BUDGET_S)
-    root = workspace_root(workspace)
-    files = _candidates(workspace, root, path, glob, stop)
-    lines = _report(workspace, files, regex, output_mode, stop)
+    files = _candidates(workspace, path, glob, stop, mounts)
+    lines = _report(files, regex, output_mode, stop)
     if not lines:
         return f"No matches found for {pattern!r}."
     if len(lines) > MAX_RESULTS:
@@ -147,19 +149,19 @@ def _compile(pattern: str) -> Any:
         ) from e
 
 
-def _candidates(workspace: Path, root: Path, path: str | None, glob: str | None,
-                stop: threading.Event | None) -> Iterator[tuple[str, Path]]:
+def _candidates(workspace: Path, path: str | None, glob: str | None,
+                stop: threading.Event | None, mounts: ReadOnlyMounts | None
+                ) -> Iterator[tuple[str, Path, Path]]:
     """The files to search, in path order: the workspace-relative path to show (a link's own
-    name) and the real path to open."""
-    target = resolve_path(workspace, path or ".")
-    if not target.exists():
+    name), the real path to open and the directory it lies in (the workspace or a mount)."""
+    target = locate(workspace, path or ".", mounts)
+    if not target.real.exists():
         raise ToolError(f"Path not found: {path}")
-    if not target.is_dir():  # an explicit file is searched whatever the glob says
-        return iter([(target.relative_to(root).as_posix(), target)])
+    if not target.real.is_dir():  # an explicit file is searched whatever the glob says
+        return iter([(target.shown, target.real, target.root)])
     keep = _glob_filter(glob)
-    return ((file.relative_to(root).as_posix(), real)
-            for file, real in walk_files(root, target, stop)
-            if keep(file.relative_to(target).as_posix()))
+    return ((shown, real, root) for shown, real, root in walk_view(target, mounts, stop)
+            if keep(relative_to_shown(shown, target.shown)))
 
 
 def _glob_filter(glob: str | None) -> Callable[[str], bool]:
@@ -175,13 +177,13 @@ def _glob_filter(glob: str | None) -> Callable[[str], bool]:
     return lambda rel: matcher.match(rel.rpartition("/")[2]) is not None
 
 
-def _report(workspace: Path, files: Iterator[tuple[str, Path]], regex: _Budgeted,
+def _report(files: Iterator[tuple[str, Path, Path]], regex: _Budgeted,
             mode: OutputMode, stop: threading.Event | None) -> list[str]:
     """Output lines, at most one past :data:`MAX_RESULTS` (so the caller knows there are
     more); stops reading files as soon as it has them."""
     lines: list[str] = []
-    for shown, real in files:
-        hits = _matches(workspace, real, regex, stop)
+    for shown, real, root in files:
+        hits = _matches(root, real, regex, stop)
         try:
             lines.extend(_file_lines(shown, hits, mode, MAX_RESULTS + 1 - len(lines)))
         finally:
@@ -202,12 +204,12 @@ def _file_lines(shown: str, hits: Iterator[tuple[int, str]], mode: OutputMode,
     return [shown] if next(hits, None) is not None else []
 
 
-def _matches(workspace: Path, real: Path, regex: _Budgeted,
+def _matches(root: Path, real: Path, regex: _Budgeted,
              stop: threading.Event | None) -> Generator[tuple[int, str]]:
-    """``(line number, line)`` for each matching line of a text file; nothing for a binary
-    file or one that cannot be opened (gone, unreadable, swapped for a link)."""
+    """``(line number, line)`` for each matching line of a text file in ``root``; nothing for
+    a binary file or one that cannot be opened (gone, unreadable, swapped for a link)."""
     try:
-        f = open_in_workspace(workspace, real)
+        f = open_in_workspace(root, real)
     except (OSError, ToolError):
         return
     with f:

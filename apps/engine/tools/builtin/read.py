@@ -19,7 +19,8 @@ from typing import Any, BinaryIO
 from apps.engine.errors import ToolError
 from apps.engine.messages import ImageBlock, TextBlock
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
-from apps.engine.tools.workspace import display_path, open_in_workspace, resolve_path
+from apps.engine.tools.mounts import ReadOnlyMounts
+from apps.engine.tools.workspace import locate, open_in_workspace
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -102,18 +103,19 @@ class ReadTool(BaseTool):
         args = ctx.arguments
         return await asyncio.to_thread(
             read_file, ctx.workspace, args["file_path"], args.get("offset", 1),
-            args.get("limit", DEFAULT_LIMIT), ctx.env.max_result_chars,
+            args.get("limit", DEFAULT_LIMIT), ctx.env.max_result_chars, ctx.mounts,
         )
 
 
 def read_file(workspace: Path, file_path: str, offset: int, limit: int,
-              max_chars: int) -> ToolOutput:
+              max_chars: int, mounts: ReadOnlyMounts | None = None) -> ToolOutput:
     """Lines ``offset`` .. ``offset + limit - 1`` of ``file_path``, numbered, at most
-    ``max_chars`` characters; an image as blocks. Raises ToolError (not found, directory,
-    binary, outside the workspace, offset past the end)."""
-    path = resolve_path(workspace, file_path)
-    shown = display_path(workspace, path)
-    with open_existing(workspace, path, shown) as f:
+    ``max_chars`` characters; an image as blocks. ``mounts``: the run's read-only mounts
+    (``wiki/...`` reads the wiki's snapshot). Raises ToolError (not found, directory, binary,
+    outside the workspace, offset past the end)."""
+    where = locate(workspace, file_path, mounts)
+    shown = where.shown
+    with open_existing(where.root, where.real, shown) as f:
         sample = f.read(SAMPLE_BYTES)
         if not sample:
             return ToolOutput(f"The file {shown} exists but is empty.")

@@ -8,7 +8,8 @@ from typing import Any
 
 from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
-from apps.engine.tools.workspace import display_path, open_in_workspace, resolve_path
+from apps.engine.tools.mounts import ReadOnlyMounts
+from apps.engine.tools.workspace import locate, open_in_workspace
 
 __all__ = ["WriteTool", "write_text"]
 
@@ -48,16 +49,18 @@ class WriteTool(BaseTool):
     async def invoke(self, ctx: ToolContext) -> ToolOutput:
         args = ctx.arguments
         message = await asyncio.to_thread(
-            write_text, ctx.workspace, args["file_path"], args["content"]
+            write_text, ctx.workspace, args["file_path"], args["content"], ctx.mounts
         )
         return ToolOutput(message)
 
 
-def write_text(workspace: Path, file_path: str, content: str) -> str:
+def write_text(workspace: Path, file_path: str, content: str,
+               mounts: ReadOnlyMounts | None = None) -> str:
     """Write ``content`` to ``file_path``; "Created ..." or "Updated ..." with the byte count.
-    Raises ToolError for a directory, a path outside the workspace or an OS failure."""
-    path = resolve_path(workspace, file_path)
-    shown = display_path(workspace, path)
+    Raises ToolError for a directory, a path outside the workspace, a path under a read-only
+    mount (``wiki/``) or an OS failure."""
+    where = locate(workspace, file_path, mounts, write=True)
+    path, shown = where.real, where.shown
     existed = path.exists()
     data = content.encode("utf-8")
     try:
