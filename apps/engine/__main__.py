@@ -83,7 +83,7 @@ async def _run(args: argparse.Namespace) -> int:
     async with provider_class(args.provider)(settings) as adapter:
         provider = RetryingProvider(adapter)
         runner = AgentRunner(
-            provider, default_tools(),
+            provider, default_tools(wiki=False),
             RunConfig(model=args.model, max_iterations=args.max_iterations,
                       context_window=args.context_window),
             [Message(role="user", content=args.prompt)], run_id=uuid.uuid4().hex,

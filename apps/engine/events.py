@@ -70,6 +70,7 @@ __all__ = [
     "TurnStarted",
     "UsageUpdated",
     "WarningEvent",
+    "WikiChanged",
 ]
 
 
@@ -441,6 +442,27 @@ class TodosUpdated(_RuntimeEvent):
     todos: list[dict[str, str]]
 
 
+class WikiChanged(_RuntimeEvent):
+    """A wiki tool committed a change to the team wiki: ``path`` (in the wiki), the new
+    ``commit``, its ``author`` (the commit's author name: "agent (for Alice)") and ``summary``
+    (the message's first line); ``call_id`` of the tool call; ``created`` for a new page;
+    ``merged`` when someone else's change was merged in first; ``page_url`` (the page in the
+    browser), ``diff_url`` (the REST path of the change's diff) and ``diff_page_url`` (that
+    diff in the browser), as the host gives them ("" without one)."""
+
+    kind: Literal["wiki_changed"] = "wiki_changed"
+    call_id: str
+    path: str
+    commit: str
+    author: str
+    summary: str
+    created: bool = False
+    merged: bool = False
+    page_url: str = ""
+    diff_url: str = ""
+    diff_page_url: str = ""
+
+
 class WarningEvent(_RuntimeEvent):
     """Something degraded but the run goes on (e.g. an MCP server that failed to start)."""
 
@@ -486,7 +508,8 @@ RuntimeEvent = Annotated[
     | ToolCallStarted | ToolCallArgumentsDelta | ToolCallReadyEvent | MessageEnded
     | ToolStarted | ToolResultEvent | AwaitingApproval | ApprovalDecided | AwaitingInput
     | InputReceived | MessagesInjected | UsageUpdated | CompactionStarted | Compacted
-    | CompactionFailed | RetryingEvent | TodosUpdated | WarningEvent | SubagentEvent
+    | CompactionFailed | RetryingEvent | TodosUpdated | WikiChanged | WarningEvent
+    | SubagentEvent
     | ErrorEvent | TurnEnded | RunEnded,
     Field(discriminator="kind"),
 ]
