@@ -13,11 +13,13 @@ from apps.accounts.auth import TokenAuthMiddleware
 from apps.realtime.groups import RUN_CHANNEL
 from apps.rooms.consumers import ConversationConsumer, NotFoundConsumer
 from apps.rooms.worker import RunWorkerConsumer
+from apps.wiki.routing import websocket_urlpatterns as wiki_websocket_urlpatterns
 
 __all__ = ["RUN_CHANNEL", "run_worker", "websocket_application"]
 
 websocket_application = TokenAuthMiddleware(URLRouter([
     path("ws/conversations/<int:conversation_id>/", ConversationConsumer.as_asgi()),
+    *wiki_websocket_urlpatterns,
     re_path(r"", NotFoundConsumer.as_asgi()),
 ]))
 run_worker = RunWorkerConsumer.as_asgi()
