@@ -38,12 +38,12 @@ def _blob(membership: Membership, path: str) -> str:
 
 
 def _form_page(request: HttpRequest, membership: Membership, path: str, template: str,
-               form: RenameForm | DeleteForm, status: int = 200) -> HttpResponse:
+               form: RenameForm | DeleteForm, status: int = 200, error: str = "") -> HttpResponse:
     team = membership.team
     return render(request, template, {
         "team": team, "membership": membership, "path": path, "form": form,
         "title": page_title(path), "crumbs": crumbs(team.pk, path),
-        "attachment": is_attachment(path), "urls": wiki_urls(team.pk, path),
+        "attachment": is_attachment(path), "urls": wiki_urls(team.pk, path), "error": error,
     }, status=status)
 
 
@@ -106,8 +106,7 @@ def _refused(request: HttpRequest, membership: Membership, path: str, template: 
     text = error.message
     if error.code is ErrorCode.CONFLICT:
         text = f"{error.message} Look at the page again, then retry."
-    form.add_error(None, text)
-    return _form_page(request, membership, path, template, form, error.status)
+    return _form_page(request, membership, path, template, form, error.status, text)
 
 
 @login_required
