@@ -1,10 +1,11 @@
 """Every page × {anonymous, charlie (other team), carol (viewer), bob (member), alice (owner)}
 (DESIGN 4: isolation tests as a matrix).
 
-``test_every_page_has_a_row`` fails when a URL pattern of the account, team or settings pages
-has no row here. Another team's object answers exactly like a missing one: for charlie, every
-404 is compared with the answer for ids that do not exist. Every HTML answer is checked for the
-CSP header and for inline code.
+``test_every_page_has_a_row`` fails when a URL pattern of the account, team, settings or wiki
+pages has no row here (the wiki's socket has its own rows in
+``tests/integration/wiki/test_wiki_socket.py``). Another team's object answers exactly like a
+missing one: for charlie, every 404 is compared with the answer for ids that do not exist.
+Every HTML answer is checked for the CSP header and for inline code.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from apps.accounts.services import api_token_create, invitation_create
 from apps.integrations import urls as integration_urls
 from apps.integrations.forms import builtin_tools
 from apps.integrations.models import McpServerConfig
+from apps.wiki import urls as wiki_urls
+from apps.wiki.services import page_save
 from tests.integration.web.html import assert_no_inline_code, without_csrf
 
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
 MISSING = {"team_id": 999_999, "user_id": 999_999, "invitation_id": 999_999,
            "token_id": 999_999, "token": "no-such-invitation", "mcp_server_id": 999_999,
-           "catalog_id": 999_999}
+           "catalog_id": 999_999, "path": "No such page.md"}
 MCP_FORM = {"name": "docs", "transport": "streamable_http", "url": "https://mcp.example.com/mcp",
             "headers": "Authorization: Bearer x-123456", "enabled": "on",
             "connect_timeout_s": "15", "call_timeout_s": "120"}
@@ -38,6 +41,9 @@ SIGNED_IN = (302, 200, 200, 200, 200)  # anonymous: to the login page
 MEMBERS = (302, 404, 200, 200, 200)
 MANAGE = (302, 404, 403, 403, 200)
 MANAGE_WRITE = (302, 404, 403, 403, 302)
+WIKI_WRITE_PAGE = (302, 404, 403, 200, 200)  # the editor, rename: viewers read only
+WIKI_WRITE = (302, 404, 403, 302, 302)
+WIKI_UPLOAD = (302, 404, 403, 400, 400)  # a form post without the file: refused as such
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class Row:
     statuses: tuple[int, int, int, int, int]
     kwargs: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
+    query: dict[str, Any] = field(default_factory=dict)
 
 
 MATRIX = [
@@ -95,15 +102,46 @@ MATRIX = [
     Row("integrations:mcp_server_test", "POST", MANAGE, ("team_id", "mcp_server_id")),
     Row("integrations:mcp_catalog_enable", "POST", MANAGE_WRITE, ("team_id", "catalog_id")),
     Row("integrations:mcp_catalog_disable", "POST", MANAGE_WRITE, ("team_id", "catalog_id")),
+    # The wiki: members of any role read; members write; owners and admins also delete.
+    Row("wiki:tree", "GET", MEMBERS, ("team_id",)),
+    Row("wiki:page", "GET", MEMBERS, ("team_id", "path")),
+    Row("wiki:page", "GET", MEMBERS, ("team_id", "folder")),
+    Row("wiki:page", "GET", MEMBERS, ("team_id", "attachment")),
+    Row("wiki:search", "GET", MEMBERS, ("team_id",), query={"q": "Welcome"}),
+    Row("wiki:history", "GET", MEMBERS, ("team_id", "path")),
+    Row("wiki:diff", "GET", MEMBERS, ("team_id", "path"),
+        query={"from": "{first_commit}", "to": "{home_commit}"}),
+    Row("wiki:new", "GET", WIKI_WRITE, ("team_id",), query={"path": "Fresh"}),
+    Row("wiki:edit", "GET", WIKI_WRITE_PAGE, ("team_id", "path")),
+    Row("wiki:edit", "POST", WIKI_WRITE, ("team_id", "path"), {
+        "content": "# Home\n\nEdited.\n", "expected_blob": "{home_blob}", "message": "m"}),
+    Row("wiki:preview", "POST", WIKI_WRITE_PAGE, ("team_id",), {"content": "**hi**"}),
+    Row("wiki:upload", "POST", WIKI_UPLOAD, ("team_id",), {"name": "x.png"}),
+    Row("wiki:restore", "POST", WIKI_WRITE, ("team_id", "path"), {"rev": "{first_commit}"}),
+    Row("wiki:rename", "GET", WIKI_WRITE_PAGE, ("team_id", "path")),
+    Row("wiki:rename", "POST", WIKI_WRITE, ("team_id", "path"),
+        {"to": "Start.md", "expected_blob": "{home_blob}"}),
+    Row("wiki:delete", "GET", MANAGE, ("team_id", "path")),
+    Row("wiki:delete", "POST", MANAGE_WRITE, ("team_id", "path"),
+        {"expected_blob": "{home_blob}"}),
 ]
 
 
 def _row_id(row: Row) -> str:
-    return f"{row.method} {row.name}"
+    return f"{row.method} {row.name}" + (f" {row.kwargs[-1]}" if row.name == "wiki:page" else "")
 
 
 @pytest.fixture
-def ids(acme, globex, alice, dave, model) -> dict[str, Any]:
+def ids(acme, globex, alice, dave, model, settings, tmp_path) -> dict[str, Any]:
+    settings.WIKI_DIR = tmp_path / "wiki"  # this test's repositories alone
+    first = page_save(team=acme, by=alice, path="Home.md", content="# Home\n",
+                      expected_blob=None, message="Start")
+    home = page_save(team=acme, by=alice, path="Home.md", content="# Home\n\nWelcome.\n",
+                     expected_blob=first.blob, message="Welcome")
+    page_save(team=acme, by=alice, path="Ops/Runbook.md", content="# Runbook\n",
+              expected_blob=None, message="")
+    page_save(team=acme, by=alice, path="_files/dot.png", content=b"\x89PNG\r\n",
+              expected_blob=None, message="")
     _, raw_invitation = invitation_create(team=acme, role="member", by=alice)
     invitation = acme.invitations.get()
     token, _ = api_token_create(user=alice, name="alice's")
@@ -114,7 +152,9 @@ def ids(acme, globex, alice, dave, model) -> dict[str, Any]:
     return {"team_id": acme.pk, "user_id": dave.pk, "invitation_id": invitation.pk,
             "token_id": token.pk, "token": raw_invitation, "model_id": model.pk,
             "uidb64": "MQ", "reset_token": "not-a-token", "mcp_server_id": mcp_server.pk,
-            "catalog_id": catalog.pk}
+            "catalog_id": catalog.pk, "path": "Home.md", "folder": "Ops/",
+            "attachment": "_files/dot.png", "home_blob": home.blob,
+            "home_commit": home.commit, "first_commit": first.commit}
 
 
 @pytest.fixture
@@ -127,6 +167,9 @@ def _call(client: Client, row: Row, ids: dict[str, Any]):
     url = reverse(row.name, kwargs={_kwarg(name): ids[name] for name in row.kwargs})
     data = {key: ids[value[1:-1]] if value.startswith("{") else value
             for key, value in row.data.items()}
+    if row.query:
+        url += "?" + urlencode({key: ids[value[1:-1]] if value.startswith("{") else value
+                                for key, value in row.query.items()})
     return client.generic(row.method, url, data=urlencode(data),
                           content_type="application/x-www-form-urlencoded")
 
@@ -134,6 +177,8 @@ def _call(client: Client, row: Row, ids: dict[str, Any]):
 def _kwarg(name: str) -> str:
     if name in ("mcp_server_id", "catalog_id"):
         return "server_id"
+    if name in ("folder", "attachment"):
+        return "path"
     return "token" if name == "reset_token" else name
 
 
@@ -154,12 +199,14 @@ def test_isolation_matrix(row: Row, persona: str, client_as, ids) -> None:
 
 
 def _patterns() -> set[str]:
-    """Every URL name of the account, team and settings pages, and the home page."""
+    """Every URL name of the account, team, settings and wiki pages, and the home page."""
     names = {"home"}
-    for module in (account_urls, integration_urls):
+    for module in (account_urls, integration_urls, wiki_urls):
         patterns: list[URLPattern] = module.urlpatterns
         names |= {f"{module.app_name}:{pattern.name}" for pattern in patterns}
-    return names
+    # git clone takes a token, never a session: its persona rows are in
+    # tests/integration/wiki/test_git_http.py and test_git_clone.py.
+    return names - {"wiki:git"}
 
 
 def test_every_page_has_a_row() -> None:

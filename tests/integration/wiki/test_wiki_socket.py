@@ -188,3 +188,25 @@ async def test_other_wiki_socket_paths_are_not_found(alice: User, acme: Team) ->
         connected, _ = await socket.connect(timeout=TIMEOUT)
         assert connected
         assert await closed_with(socket) == 4404, url
+
+
+# Rows of the isolation matrix for the socket (DESIGN 4): connect × persona, and what each
+# hears when Acme's wiki changes.
+SOCKET_MATRIX = {"anonymous": 4401, "charlie": 4404, "carol": None, "bob": None, "alice": None}
+
+
+@pytest.mark.parametrize("persona", list(SOCKET_MATRIX))
+async def test_socket_isolation_matrix(persona: str, acme: Team, alice: User, bob: User,
+                                       carol: User, charlie: User, globex: Team,
+                                       home: WriteResult) -> None:
+    people = {"alice": alice, "bob": bob, "carol": carol, "charlie": charlie}
+    socket, first = await connect(people.get(persona), acme.pk, path="Home.md")
+    expected = SOCKET_MATRIX[persona]
+    if expected is not None:
+        assert first == {"type": "websocket.close", "code": expected}
+        return
+    assert first["type"] == "wiki_page" and first["blob"] == home.blob
+    await save(team=acme, by=alice, path="Home.md", content="# Home\n\nv2\n",
+               expected_blob=home.blob, message="")
+    assert (await frame(socket))["type"] == "wiki_changed"
+    await socket.disconnect()
