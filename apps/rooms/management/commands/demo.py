@@ -3,7 +3,8 @@
 alice (owner), bob (member) and carol (viewer) in "Demo team", with fresh passwords each time
 it runs; a staff user "admin" for the admin site; a room with a conversation; the offline
 scripted model (served by fakellm at ``CONFAB_FAKELLM_URL``) as the team's default, plus a real
-provider for each API key found in the environment. ``--json`` prints exactly
+provider for each API key found in the environment; the team's wiki gets a few pages by alice
+in one commit while it is empty (:data:`WIKI_PAGES`). ``--json`` prints exactly
 ``{"team": {"id"}, "room": {"id"}, "conversation": {"id"}, "users": {"alice": {"id",
 "username", "password", "token"}, "bob": {...}, "carol": {...}}}`` with fresh API tokens.
 """
@@ -23,10 +24,40 @@ from apps.accounts.models import Membership, Role, Team, User
 from apps.accounts.services import api_token_create
 from apps.integrations.demo import ensure_demo_models
 from apps.rooms.models import Conversation, Room
+from apps.wiki.authors import person_author
+from apps.wiki.stores import store_for
 
 PEOPLE = (("alice", "Alice", Role.OWNER), ("bob", "Bob", Role.MEMBER),
           ("carol", "Carol", Role.VIEWER))
 TEAM_SLUG = "demo-team"
+WIKI_PAGES = {
+    "Home.md": (
+        "# Demo team wiki\n\n"
+        "Welcome! This wiki is a git repository: every change is a commit by the person who "
+        "made it, or by the agent for the person who asked.\n\n"
+        "- [Deploy runbook](Runbooks/Deploy.md)\n"
+        "- [指南](指南.md): page names can be in any script\n\n"
+        "Clone it with a personal API token:\n\n"
+        "    git -c http.extraHeader=\"Authorization: Bearer <token>\" \\\n"
+        "        clone http://HOST/wiki/{team_id}.git\n"
+    ),
+    "Runbooks/Deploy.md": (
+        "# Deploy\n\n"
+        "1. Check that the build is green.\n"
+        "2. Run `make deploy`.\n"
+        "3. Watch the error rate for ten minutes; roll back if it climbs.\n\n"
+        "Back to [Home](../Home.md).\n"
+    ),
+    "指南.md": (
+        "# 指南\n\n"
+        "这是团队的维基：每次修改都是一次 git 提交。\n\n"
+        "- 在浏览器中编辑页面，查看历史和差异。\n"
+        "- 让智能体搜索、阅读和更新页面。\n\n"
+        "返回[首页](Home.md)。\n"
+    ),
+}
+"""The demo wiki's first commit, by alice (written only while the wiki is empty; ``{team_id}``
+is filled in)."""
 
 
 class Command(BaseCommand):
@@ -39,6 +70,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         with transaction.atomic():
             result, admin_password = self._create()
+        _seed_wiki(Team.objects.get(pk=result["team"]["id"]),
+                   User.objects.get(pk=result["users"]["alice"]["id"]))
         if options["json"]:
             self.stdout.write(json.dumps(result))
             return
@@ -69,6 +102,16 @@ class Command(BaseCommand):
         ensure_demo_models(team, fakellm_url=settings.CONFAB["FAKELLM_URL"] if given else None)
         return ({"team": {"id": team.pk}, "room": {"id": room.pk},
                  "conversation": {"id": conversation.pk}, "users": users}, admin_password)
+
+
+def _seed_wiki(team: Team, alice: User) -> None:
+    """The demo pages in one commit by alice, unless the wiki has commits already (a re-run,
+    or pages people wrote: never overwritten)."""
+    store = store_for(team)
+    if store.head() is None:
+        pages = {path: text.replace("{team_id}", str(team.pk))
+                 for path, text in WIKI_PAGES.items()}
+        store.commit_files(pages, message="Start the demo wiki", author=person_author(alice))
 
 
 def _person(username: str, shown: str, staff: bool = False) -> tuple[User, str]:
