@@ -1,8 +1,10 @@
 """Hosting one run in a worker: the engine's AgentRunner with the room's ports and projector.
 
-The host loads what the run needs (history, team policy, model, MCP servers), connects the
-team's MCP servers (their tools join the run's registry; one that fails is a ``warning`` event
-and the run goes on), runs the agent, feeds every runtime event to the projector, beats the
+The host loads what the run needs (history, team policy, model, MCP servers, the team wiki: its
+port for the wiki tools, its read-only ``wiki/`` mount and the system prompt's wiki section,
+:mod:`apps.rooms.wiki`), connects the team's MCP servers (their tools join the run's registry;
+one that fails is a ``warning`` event and the run goes on), runs the agent, feeds every runtime
+event to the projector (a sub-agent's ``wiki_changed`` is lifted to the top level), beats the
 heartbeat, and ends the run in the database. Stop, decisions and answers arrive from the worker
 consumer (the run's group) and are delivered here.
 """
@@ -23,12 +25,13 @@ from django.db import transaction
 from apps.common.errors import ApplicationError
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
 from apps.engine.compaction.session_memory import SessionMemory, SessionMemoryState
-from apps.engine.events import ErrorEvent, RunEnded, WarningEvent
+from apps.engine.events import ErrorEvent, RunEnded, SubagentEvent, WarningEvent, WikiChanged
 from apps.engine.mcp import McpManager, McpServerSpec
 from apps.engine.messages import Message as EngineMessage
 from apps.engine.providers.base import ProviderSettings
 from apps.engine.runtime.runner import AgentRunner, RunConfig
 from apps.engine.tools.base import ToolEnvironment
+from apps.engine.tools.builtin.wiki import WIKI_SERVICE
 from apps.engine.tools.defaults import default_tools
 from apps.integrations.builders import (
     model_for_team,
@@ -43,7 +46,9 @@ from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_finish, run_heartbeat
 from apps.rooms.transcript import history_of
+from apps.rooms.wiki import RunWiki, wiki_mounts, wiki_prompt
 from apps.rooms.workspaces import ensure_workspace
+from apps.wiki.stores import store_for
 
 __all__ = ["RunHost"]
 
@@ -69,12 +74,14 @@ class _Setup:
     max_output: int
     mcp_servers: list[McpServerSpec] = field(default_factory=list)
     mcp_problems: list[str] = field(default_factory=list)  # rows that could not be used
+    wiki: RunWiki | None = None
 
 
-def system_prompt(conversation: Conversation) -> str:
-    """What the agent is told about where it is."""
+def system_prompt(conversation: Conversation, wiki: str = "") -> str:
+    """What the agent is told about where it is; ``wiki``: the wiki section
+    (:func:`apps.rooms.wiki.wiki_prompt`)."""
     room = conversation.room
-    return (
+    prompt = (
         f"You are the AI agent of the team \"{room.team.name}\", working in its room "
         f"\"{room.name}\". Several people talk with you in this conversation; each of their "
         "messages starts with the author's name in square brackets, like [alice]. People may "
@@ -82,6 +89,7 @@ def system_prompt(conversation: Conversation) -> str:
         "Your files and commands live in this conversation's workspace directory. Tools that "
         "change things may wait for a team member's approval."
     )
+    return f"{prompt}\n\n{wiki}" if wiki else prompt
 
 
 class RunHost:
@@ -126,7 +134,7 @@ class RunHost:
         await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
 
     def _setup(self) -> _Setup:
-        run = Run.objects.select_related("conversation__room__team").filter(
+        run = Run.objects.select_related("conversation__room__team", "started_by").filter(
             pk=self.run_id).first()
         if run is None:
             raise SetupError("the run is gone")
@@ -139,7 +147,10 @@ class RunHost:
             params = run_settings(model)
         except ApplicationError as exc:
             raise SetupError(exc.message) from exc
-        config = RunConfig(**params, system=system_prompt(conversation),
+        team = conversation.room.team
+        wiki = RunWiki(team=team, user=run.started_by, conversation_id=conversation.pk,
+                       run_id=run.pk, store=store_for(team))
+        config = RunConfig(**params, system=system_prompt(conversation, wiki_prompt(wiki.store)),
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
         Run.objects.filter(pk=run.pk).update(model=params["model"])
         mcp_problems: list[str] = []
@@ -149,7 +160,7 @@ class RunHost:
                       config=config, provider=provider_settings(model.provider),
                       context_window=params["context_window"],
                       max_output=params["max_tokens"], mcp_servers=mcp_servers,
-                      mcp_problems=mcp_problems)
+                      mcp_problems=mcp_problems, wiki=wiki)
 
     def _fail_setup(self, message: str) -> None:
         run = Run.objects.filter(pk=self.run_id).first()
@@ -176,6 +187,8 @@ class RunHost:
         memory = SessionMemory(provider, setup.model, workspace,
                                state=SessionMemoryState(extracted_upto=conversation.memory_upto))
         tools = default_tools()  # the MCP manager adds the team's MCP tools to it
+        wiki = setup.wiki
+        assert wiki is not None
         self.runner = runner = AgentRunner(
             provider, tools, setup.config, setup.history,
             run_id=str(self.run_id), workspace=workspace, inbox=inbox,
@@ -185,7 +198,8 @@ class RunHost:
             compactor=Compactor(provider, setup.model, context_window=setup.context_window,
                                 max_output=setup.max_output, state=compaction,
                                 notes=memory.read),
-            hooks=memory)
+            hooks=memory, services={WIKI_SERVICE: wiki},
+            mounts=wiki_mounts(lambda: wiki.store))
         if self._stop_requested:
             runner.cancel()
         self._compaction, self._memory = compaction, memory
@@ -221,6 +235,8 @@ class RunHost:
                 if isinstance(event, RunEnded):
                     self.ended = event  # stored with the run's end, in one transaction
                     continue
+                if isinstance(event, SubagentEvent) and isinstance(event.event, WikiChanged):
+                    event = event.event  # a sub-agent's wiki change is the room's like any
                 await projector.handle(event)
         except Exception as exc:  # the projector failed (database down): end the run visibly
             logger.exception("run %s: projector failed", self.run_id)
