@@ -7,7 +7,7 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import not_found
-from apps.rooms.models import Conversation, Message, Room, Run
+from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
 
 def rooms_for(user: User) -> QuerySet[Room]:
@@ -90,3 +90,10 @@ def transcript_runs(conversation: Conversation) -> QuerySet[Run]:
     return (Run.objects.filter(conversation=conversation)
             .select_related("started_by", "stopped_by")
             .prefetch_related("decisions__decided_by").order_by("id"))
+
+
+def transcript_wiki_changes(conversation: Conversation) -> QuerySet[ConversationEvent]:
+    """The ``wiki_changed`` events of the conversation (the agent's commits to the team wiki),
+    in log order."""
+    return (ConversationEvent.objects.filter(conversation=conversation, kind="wiki_changed")
+            .order_by("seq"))

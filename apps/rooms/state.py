@@ -16,8 +16,10 @@ from apps.rooms.models import Conversation, ConversationEvent, Message, Run
 from apps.rooms.services.runs import active_run, waiting_for
 from apps.rooms.transcript import message_json
 
-__all__ = ["conversation_state", "run_json"]
+__all__ = ["WIKI_CHANGES_SHOWN", "conversation_state", "run_json"]
 
+WIKI_CHANGES_SHOWN = 200
+"""The latest ``wiki_changed`` events a state frame carries (the rest are in the log)."""
 
 
 def run_json(run: Run) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def run_json(run: Run) -> dict[str, Any]:
 
 def conversation_state(conversation_id: int, membership: Membership) -> dict[str, Any]:
     """``{"type": "state", "seq", "conversation", "you", "messages", "run", "waiting",
-    "todos"}`` — see docs/protocol.md."""
+    "todos", "wiki_changes"}`` — see docs/protocol.md."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -55,6 +57,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "run": run_json(run) if run else None,
             "waiting": waiting_for(run),
             "todos": _todos(conversation_id),
+            "wiki_changes": _wiki_changes(conversation_id),
         }
 
 
@@ -70,3 +73,12 @@ def _todos(conversation_id: int) -> list[dict[str, str]]:
                                              kind="todos_updated")
             .order_by("-seq").values_list("payload", flat=True).first())
     return last["todos"] if last else []
+
+
+def _wiki_changes(conversation_id: int) -> list[dict[str, object]]:
+    """The latest ``wiki_changed`` events, oldest first (the room shows them with the tool
+    calls that made them)."""
+    rows = (ConversationEvent.objects.filter(conversation_id=conversation_id,
+                                             kind="wiki_changed")
+            .order_by("-seq").values_list("payload", flat=True)[:WIKI_CHANGES_SHOWN])
+    return list(reversed(rows))

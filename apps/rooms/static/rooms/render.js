@@ -38,8 +38,31 @@ function flag(article, className, text) {
 
 function isEmpty(msg) {
   // A message with nothing to show (a reply stopped before its first word) is left out.
-  return !msg.text && !msg.thinking && !msg.calls.length && msg.status !== "streaming"
-    && !msg.sending && !msg.failed;
+  return !msg.text && !msg.thinking && !msg.calls.length && !msg.wiki.length
+    && msg.status !== "streaming" && !msg.sending && !msg.failed;
+}
+
+function localLink(text, href) {
+  // Only the server's own paths become links (a path, never a scheme or another host).
+  const ok = typeof href === "string" && href.startsWith("/") && !href.startsWith("//");
+  const el = element(ok ? "a" : "span", "wiki-link", text);
+  if (ok) el.href = href;
+  return el;
+}
+
+function wikiLine(change) {
+  // "<author> changed <path> — view · diff"
+  const li = element("li", "wiki-change");
+  li.dataset.commit = change.commit;
+  li.dataset.path = change.path;
+  li.append(element("span", "wiki-author", change.author || "someone"),
+            document.createTextNode(change.created ? " created " : " changed "),
+            element("code", "wiki-path", change.path));
+  if (change.summary) li.append(element("span", "wiki-summary", `: ${change.summary}`));
+  if (change.merged) li.append(element("span", "wiki-merged", " (merged with a concurrent change)"));
+  li.append(document.createTextNode(" — "), localLink("view", change.pageUrl),
+            document.createTextNode(" · "), localLink("diff", change.diffUrl));
+  return li;
 }
 
 function fmt(n) {
@@ -123,6 +146,7 @@ export class Renderer {
     setText(article.querySelector(".author"), author);
     if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
     this.renderCalls(msg, article);
+    this.renderWiki(msg, article);
     const empty = isEmpty(msg);
     flag(article, "queued", msg.queued && !msg.sending ? QUEUED_TEXT : "");
     flag(article, "sending", msg.sending ? "sending…" : "");
@@ -171,6 +195,20 @@ export class Renderer {
       if (box.children[i] !== card) box.insertBefore(card, box.children[i] || null);
     });
     while (box.children.length > msg.calls.length) box.lastElementChild.remove();
+  }
+
+  renderWiki(msg, article) {
+    let list = article.querySelector(":scope > ul.wiki-changes");
+    if (!msg.wiki.length) {
+      if (list) list.remove();
+      return;
+    }
+    if (!list) {
+      list = element("ul", "wiki-changes");
+      list.setAttribute("aria-label", "Wiki changes");
+      article.querySelector(".tools").after(list);
+    }
+    if (list.children.length !== msg.wiki.length) list.replaceChildren(...msg.wiki.map(wikiLine));
   }
 
   renderOrder() {

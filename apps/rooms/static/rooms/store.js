@@ -71,7 +71,7 @@ export class Store {
   // -- messages ---------------------------------------------------------------------------
   _newMessage(fields) {
     return { key: "", id: null, engineId: null, role: "assistant", author: null, thinking: "",
-             text: "", calls: [], status: "complete", clientId: null, queued: false,
+             text: "", calls: [], wiki: [], status: "complete", clientId: null, queued: false,
              sending: false, failed: null, summary: false, ...fields };
   }
 
@@ -217,6 +217,7 @@ export class Store {
     for (const wait of (state.waiting && state.waiting.approvals) || []) this._awaitApproval(wait);
     for (const q of (state.waiting && state.waiting.questions) || []) this._awaitInput(q);
     this.todos = state.todos || [];
+    for (const change of state.wiki_changes || []) this._wikiChange(change);
     const last = [...(state.messages || [])].reverse().find((m) => m.usage);
     if (last) this.usage = { usage: last.usage, context_tokens: null, context_window: null };
     this._settleCalls(this.run ? "running" : "error");
@@ -279,6 +280,18 @@ export class Store {
     if (durationMs !== null) call.durationMs = durationMs;
     if (call.status !== "denied") call.status = block.is_error ? "error" : "done";
     this.touch(call.msg);
+  }
+
+  _wikiChange(ev) {
+    // A commit the agent made to the team wiki: a line under the message whose tool call made
+    // it (a sub-agent's call is not in the transcript: then under the latest answer).
+    const call = this.calls.get(ev.call_id);
+    const msg = call ? call.msg : [...this.placed].reverse().find((m) => m.role === "assistant");
+    if (!msg || msg.wiki.some((w) => w.commit === ev.commit && w.path === ev.path)) return;
+    msg.wiki.push({ path: ev.path, commit: ev.commit, author: ev.author, summary: ev.summary || "",
+                    created: !!ev.created, merged: !!ev.merged, pageUrl: ev.page_url || "",
+                    diffUrl: ev.diff_page_url || ev.diff_url || "" });
+    this.touch(msg);
   }
 
   _awaitApproval(wait) {
@@ -521,6 +534,9 @@ const HANDLERS = {
   usage(ev) {
     this.usage = ev;
     this.dirty.usage = true;
+  },
+  wiki_changed(ev) {
+    this._wikiChange(ev);
   },
   todos_updated(ev) {
     this.todos = ev.todos || [];
