@@ -1,9 +1,10 @@
 """The transcript as readable Markdown (``GET /api/conversations/{id}/export.md``).
 
 Who said what and when; thinking in a collapsed, quoted ``<details>`` block; tool calls, tool
-results and provider-run tool blocks as fenced code; token usage under each answer; the runs at
-the end. Rendered one message at a time from the same records as the JSON export, so it streams
-in constant memory too. Opaque artefacts (thinking signatures, image data) are left to the JSON.
+results and provider-run tool blocks as fenced code; token usage under each answer; the runs and
+the agent's changes to the team wiki at the end. Rendered one message at a time from the same
+records as the JSON export, so it streams in constant memory too. Opaque artefacts (thinking
+signatures, image data) are left to the JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.api.transcript import message_records, run_records
+from apps.api.transcript import message_records, run_records, wiki_change_records
 from apps.rooms.models import Conversation
 
 __all__ = ["transcript_markdown"]
@@ -45,6 +46,12 @@ async def transcript_markdown(conversation: Conversation,
             yield "## Runs\n\n"
             first = False
         yield _run(run)
+    first = True
+    async for change in wiki_change_records(conversation):
+        if first:
+            yield "\n## Wiki changes\n\n"
+            first = False
+        yield _wiki_change(change)
 
 
 def _escape(text: str) -> str:
@@ -163,6 +170,24 @@ def _run(run: dict[str, Any]) -> str:
         f"\n  - {_code(d['tool_name'])} {'approved' if d['approved'] else 'denied'} by "
         f"{_name(d['decided_by'])}" for d in run["decisions"])
     return f"{line}{decisions}\n"
+
+
+def _wiki_change(change: dict[str, Any]) -> str:
+    verb = "created" if change.get("created") else "changed"
+    line = (f"- {_when(change['at'])}: {_escape(change['author'])} {verb} "
+            f"{_code(change['path'])}")
+    if change.get("summary"):
+        line += f" — {_escape(change['summary'])}"
+    line += f" (commit {_code(change['commit'][:12])}"
+    links = [f"[{label}](<{change[key]}>)" for label, key in
+             (("page", "page_url"), ("diff", "diff_url")) if _local(change.get(key))]
+    return line + (", " + " · ".join(links) if links else "") + ")\n"
+
+
+def _local(url: Any) -> bool:
+    """Whether ``url`` is one of the server's own paths (only those become links)."""
+    return (isinstance(url, str) and url.startswith("/") and not url.startswith("//")
+            and not any(c in url for c in "<> \n"))
 
 
 def _json(value: Any) -> str:

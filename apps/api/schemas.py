@@ -173,6 +173,25 @@ class ExportRun(Schema):
     decisions: list[ExportDecision]
 
 
+class ExportWikiChange(Schema):
+    """A commit the agent made to the team wiki (the log's ``wiki_changed`` event): where it
+    is in the log (``seq``), its run, and the event's fields (docs/protocol.md)."""
+
+    seq: int
+    run_id: int | None
+    at: datetime
+    call_id: str
+    path: str
+    commit: str
+    author: str
+    summary: str
+    created: bool
+    merged: bool
+    page_url: str
+    diff_url: str
+    diff_page_url: str
+
+
 class TranscriptOut(Schema):
     """The full transcript of a conversation (``GET .../export.json``)."""
 
@@ -182,4 +201,5 @@ class TranscriptOut(Schema):
     conversation: ExportConversation
     messages: list[ExportMessage]
     runs: list[ExportRun]
+    wiki_changes: list[ExportWikiChange]
 

@@ -10,7 +10,8 @@ serves a synchronous iterator there only after reading all of it into a list.
 The JSON form (``confab.transcript`` version 1, documented by
 :class:`apps.api.schemas.TranscriptOut`) keeps everything: messages with their authors, roles,
 content blocks verbatim (thinking with signatures, tool calls and results), usage, status and
-timestamps, then the runs with who started and stopped them and the tool decisions taken.
+timestamps, then the runs with who started and stopped them and the tool decisions taken, then
+the agent's commits to the team wiki (the ``wiki_changed`` events of the log).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 from apps.accounts.models import User
-from apps.rooms.models import Conversation, Message, Run
-from apps.rooms.selectors import transcript_messages, transcript_runs
+from apps.rooms.models import Conversation, ConversationEvent, Message, Run
+from apps.rooms.selectors import transcript_messages, transcript_runs, transcript_wiki_changes
 from apps.rooms.transcript import message_json
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "run_records",
     "streamed",
     "transcript_json",
+    "wiki_change_records",
 ]
 
 CHUNK_ROWS = 500
@@ -96,6 +98,13 @@ def run_record(run: Run) -> dict[str, Any]:
     }
 
 
+def wiki_change_record(row: ConversationEvent) -> dict[str, Any]:
+    """One commit the agent made to the wiki, as the room was told of it (``wiki_changed``),
+    with its place in the log and its run."""
+    payload = {k: v for k, v in row.payload.items() if k != "kind"}
+    return {"seq": row.seq, "run_id": row.run_id, "at": _iso(row.created_at), **payload}
+
+
 async def _records(rows: AsyncIterable[Any],
                    record: Callable[[Any], dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
     async for row in rows:
@@ -112,6 +121,12 @@ def run_records(conversation: Conversation) -> AsyncIterator[dict[str, Any]]:
     """The conversation's runs, oldest first, fetched :data:`CHUNK_ROWS` at a time."""
     rows = transcript_runs(conversation).aiterator(chunk_size=CHUNK_ROWS)
     return _records(rows, run_record)
+
+
+def wiki_change_records(conversation: Conversation) -> AsyncIterator[dict[str, Any]]:
+    """The conversation's wiki changes in log order, fetched :data:`CHUNK_ROWS` at a time."""
+    rows = transcript_wiki_changes(conversation).aiterator(chunk_size=CHUNK_ROWS)
+    return _records(rows, wiki_change_record)
 
 
 def _dumps(value: Any) -> str:
@@ -137,6 +152,9 @@ async def transcript_json(conversation: Conversation,
         yield part
     yield '],\n"runs":['
     async for part in _json_array(run_records(conversation)):
+        yield part
+    yield '],\n"wiki_changes":['
+    async for part in _json_array(wiki_change_records(conversation)):
         yield part
     yield "]}\n"
 
