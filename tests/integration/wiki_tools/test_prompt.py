@@ -1,0 +1,48 @@
+"""The model knows the wiki (issue 10): the run's system prompt says it exists, how to use the
+tools and what is at its top level, in a bounded number of lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.accounts.models import Team, User
+from apps.integrations.demo import ensure_demo_models
+from apps.rooms.host import RunHost
+from apps.rooms.models import Conversation, Room, Run
+from apps.rooms.wiki import PROMPT_PAGES, wiki_prompt
+from apps.wiki.stores import store_for
+from tests.integration.wiki_tools.conftest import seed
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_empty_wiki_is_introduced_with_its_tools(acme: Team) -> None:
+    prompt = wiki_prompt(store_for(acme))
+    assert "The team has a wiki" in prompt and "WikiWrite" in prompt and "wiki/" in prompt
+    assert prompt.endswith("The wiki is empty so far.")
+
+
+def test_the_prompt_names_the_top_level_pages_and_folders_in_bounded_lines(acme: Team) -> None:
+    pages = {f"Page{i:02}.md": f"# Title {i}\ntext\n" for i in range(30)}
+    pages.update({f"ops/Run{i}.md": "# Run\n" for i in range(5)})
+    pages["Long.md"] = "# " + "very long title " * 20 + "\n"
+    seed(acme, pages)
+    lines = wiki_prompt(store_for(acme)).splitlines()
+    assert len(lines) <= PROMPT_PAGES + 5
+    assert lines[1] == "The wiki has 36 pages. At its top level:"
+    assert "- Long.md: very long title" in lines[2] and lines[2].endswith("…")
+    assert lines[3] == "- Page00.md: Title 0"
+    assert "- ... and 11 more (WikiList shows them all)" in lines
+    assert lines[-1] == "Folders: ops/ (5)."
+
+
+def test_the_run_is_set_up_with_the_wiki_in_its_system_prompt(acme: Team, alice: User) -> None:
+    ensure_demo_models(acme, fakellm_url="http://127.0.0.1:9")
+    seed(acme, {"Home.md": "# Acme home\n"})
+    room = Room.objects.create(team=acme, name="General", created_by=alice)
+    conversation = Conversation.objects.create(room=room, title="Plans", created_by=alice)
+    run = Run.objects.create(conversation=conversation, started_by=alice)
+    setup = RunHost(run.pk)._setup()
+    assert setup.config.system is not None
+    assert "- Home.md: Acme home" in setup.config.system
+    assert setup.wiki is not None and setup.wiki.team == acme and setup.wiki.user == alice
