@@ -255,6 +255,7 @@ def test_attachments_are_uploaded_and_served_safely(acme, alice, carol, token_cl
     assert image["Content-Type"] == "image/png"
     assert image["X-Content-Type-Options"] == "nosniff"
     assert image["Content-Disposition"] == "inline"
+    assert image["Content-Security-Policy"] == "default-src 'none'; sandbox"
     text = token_client(carol).get(f"{files}/_files/notes.txt")
     assert text["Content-Disposition"] == "attachment"
     assert text["X-Content-Type-Options"] == "nosniff"
@@ -268,6 +269,12 @@ def test_an_attachment_over_its_limit_is_413(acme, alice, settings, token_client
     settings.CONFAB = {**settings.CONFAB, "WIKI_ATTACHMENT_BYTES": 10}
     response = token_client(alice).put(f"/api/teams/{acme.pk}/wiki/files/_files/big.png",
                                        b"x" * 11, content_type="application/octet-stream")
+    assert (response.status_code, response.json()["code"]) == (413, "too_large")
+
+
+def test_a_request_body_over_djangos_limit_is_413(acme, alice, settings, token_client) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    response = put(token_client(alice), acme, "Big.md", {"content": "x" * 200})
     assert (response.status_code, response.json()["code"]) == (413, "too_large")
 
 
