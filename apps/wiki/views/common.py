@@ -24,7 +24,8 @@ from apps.engine.wiki import PageInfo
 from apps.wiki.rendering import page_url
 from apps.wiki.selectors import wiki_membership
 
-__all__ = ["Crumb", "Folder", "build_tree", "crumbs", "found", "page_title", "reader",
+__all__ = ["Crumb", "Folder", "build_tree", "crumbs", "found", "has_heading", "page_title",
+           "reader",
            "user_of", "wiki_urls", "writer"]
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -69,6 +70,11 @@ def page_title(path: str, content: str | None = None) -> str:
         return match.group(1).strip()
     name = posixpath.basename(path)
     return name[:-3] if name.endswith(".md") else name
+
+
+def has_heading(content: str) -> bool:
+    """Whether the page names itself with a ``# `` heading (else its page shows its name)."""
+    return _HEADING.search(content or "") is not None
 
 
 @dataclass(frozen=True, slots=True)

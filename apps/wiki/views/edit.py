@@ -112,12 +112,16 @@ def _conflict(request: HttpRequest, membership: Membership, path: str, form: Edi
     mine = form.cleaned_data["content"]
     current = conflict.current
     base_commit = form.cleaned_data["base_commit"]
-    history = selectors.page_history(team=team, path=path, limit=1)
+    try:
+        history = selectors.page_history(team=team, path=path, limit=1)
+    except ApplicationError:
+        history = []
     meanwhile: list[Any] = []
     if base_commit and current is not None:
         try:
-            meanwhile = diff_lines(selectors.page_diff(team=team, path=path,
-                                                       from_rev=base_commit, to_rev="HEAD"))
+            meanwhile = [line for line in diff_lines(selectors.page_diff(
+                team=team, path=path, from_rev=base_commit, to_rev="HEAD"))
+                if line.kind != "meta"]  # the lines, without git's headers
         except ApplicationError:
             meanwhile = []  # the page was new at the base: its current text says it all
     resolved = EditForm(initial={

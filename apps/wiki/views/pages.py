@@ -22,7 +22,15 @@ from apps.wiki.errors import store_errors
 from apps.wiki.forms import NewPageForm, UploadForm
 from apps.wiki.rendering import attachment_url, page_url, render_markdown
 from apps.wiki.stores import store_for, wiki_limits
-from apps.wiki.views.common import build_tree, crumbs, found, page_title, reader, wiki_urls
+from apps.wiki.views.common import (
+    build_tree,
+    crumbs,
+    found,
+    has_heading,
+    page_title,
+    reader,
+    wiki_urls,
+)
 
 __all__ = ["page", "search", "tree", "tree_page"]
 
@@ -89,7 +97,7 @@ def page(request: HttpRequest, team_id: int, path: str) -> HttpResponse:
     return render(request, "wiki/page.html", {
         "team": team, "membership": membership, "path": path, "page": current,
         "title": page_title(path, current.content), "crumbs": crumbs(team.pk, path),
-        "has_heading": page_title(path, current.content) != page_title(path),
+        "has_heading": has_heading(current.content),
         "html": render_markdown(current.content, team_id=team.pk, page_path=path,
                                 existing=existing),
         "last": history[0] if history else None,
