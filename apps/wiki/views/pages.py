@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from apps.accounts.models import Membership
@@ -20,7 +20,7 @@ from apps.engine.wiki import SearchHit, is_attachment, is_page
 from apps.wiki import selectors
 from apps.wiki.errors import store_errors
 from apps.wiki.forms import NewPageForm, UploadForm
-from apps.wiki.rendering import attachment_url, page_url, render_markdown
+from apps.wiki.rendering import page_url, render_markdown
 from apps.wiki.stores import store_for, wiki_limits
 from apps.wiki.views.common import (
     build_tree,
@@ -62,8 +62,9 @@ def tree_page(request: HttpRequest, membership: Membership, prefix: str = "", *,
     return render(request, "wiki/tree.html", {
         "team": team, "membership": membership, "prefix": prefix,
         "can_write": membership.role_enum.can_write,
+        "can_delete": membership.role_enum.can_manage,
         "root": build_tree(team.pk, pages, prefix), "page_count": len(pages),
-        "attachments": [(info, attachment_url(team.pk, info.path)) for info in files],
+        "attachments": [(info, wiki_urls(team.pk, info.path)) for info in files],
         "crumbs": crumbs(team.pk, prefix) if prefix else [],
         "new_form": NewPageForm(initial={"path": prefix}),
         "upload_form": upload_form or UploadForm(), "upload_error": upload_error,
@@ -83,6 +84,8 @@ def page(request: HttpRequest, team_id: int, path: str) -> HttpResponse:
     if is_attachment(path):
         return _attachment(membership, path)
     if not is_page(path):
+        if selectors.page_list(team=membership.team, prefix=f"{path}/"):
+            return redirect(page_url(team_id, f"{path}/"))  # a folder, without its slash
         raise Http404("No such page.")
     rev = request.GET.get("rev") or "HEAD"
     try:

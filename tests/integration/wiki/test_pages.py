@@ -458,3 +458,30 @@ def test_a_file_over_the_limit_is_refused_with_its_size(signed_in, acme: Team, b
 
 def test_a_viewer_cannot_upload(signed_in, acme: Team, carol: User) -> None:
     assert upload(signed_in(carol), acme, "dot.png", PNG).status_code == 403
+
+
+def test_a_folder_without_its_slash_leads_to_the_folder(signed_in, acme: Team, alice: User
+                                                        ) -> None:
+    page_save(team=acme, by=alice, path="Runbooks/Deploy.md", content="# Deploy\n",
+              expected_blob=None, message="")
+    response = signed_in(alice).get(wiki(acme, "Runbooks"))
+    assert response.status_code == 302 and response["Location"] == wiki(acme, "Runbooks/")
+    assert signed_in(alice).get(wiki(acme, "Nothing")).status_code == 404
+
+
+def test_attachments_are_renamed_by_members_and_deleted_by_owners(
+        signed_in, acme: Team, alice: User, bob: User) -> None:
+    saved = attachment_save(team=acme, by=alice, path="_files/old.png", content=PNG,
+                            expected_blob=None, message="")
+    member = html(signed_in(bob).get(wiki(acme)))
+    assert wiki(acme, "-/rename/_files/old.png") in member
+    assert wiki(acme, "-/delete/_files/old.png") not in member
+    renamed = signed_in(bob).post(wiki(acme, "-/rename/_files/old.png"), {
+        "to": "_files/new.png", "expected_blob": saved.blob})
+    assert renamed.status_code == 302
+    owner = signed_in(alice)
+    assert wiki(acme, "-/delete/_files/new.png") in html(owner.get(wiki(acme)))
+    deleted = owner.post(wiki(acme, "-/delete/_files/new.png"), {"expected_blob": saved.blob})
+    assert deleted.status_code == 302
+    assert owner.get(wiki(acme, "_files/new.png")).status_code == 404
+    assert "_files" not in git(acme, "ls-tree", "--name-only", "main")
