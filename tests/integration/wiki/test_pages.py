@@ -19,7 +19,7 @@ from apps.accounts.models import Team, User
 from apps.engine.wiki import WriteResult
 from apps.wiki.authors import agent_author
 from apps.wiki.rendering import page_url
-from apps.wiki.services import attachment_save, page_save
+from apps.wiki.services import attachment_save, page_delete, page_save
 from apps.wiki.stores import store_for
 from tests.integration.web.html import assert_no_inline_code
 from tests.integration.wiki.conftest import HOME, git
@@ -485,3 +485,17 @@ def test_attachments_are_renamed_by_members_and_deleted_by_owners(
     assert deleted.status_code == 302
     assert owner.get(wiki(acme, "_files/new.png")).status_code == 404
     assert "_files" not in git(acme, "ls-tree", "--name-only", "main")
+
+
+def test_saving_a_page_deleted_meanwhile_offers_to_create_it_again(
+        signed_in, acme: Team, alice: User, bob: User, home: WriteResult) -> None:
+    page_delete(team=acme, by=alice, path="Home.md", expected_blob=home.blob, message="")
+    client = signed_in(bob)
+    response = save(client, acme, "Home.md", HOME + "\nBob's addition.\n", home.blob,
+                    home.commit)
+    assert response.status_code == 409
+    page = html(response)
+    assert "deleted while you were editing" in page and "Bob&#x27;s addition." in page
+    again = save(client, acme, "Home.md", HOME + "\nBob's addition.\n")
+    assert again.status_code == 302
+    assert "Bob's addition." in git(acme, "show", "main:Home.md")
