@@ -19,6 +19,7 @@ from pathlib import Path
 
 from apps.engine.wiki.gitcmd import GitSession
 from apps.engine.wiki.paths import folder_key, is_page
+from apps.engine.wiki.texts import keep, texts_of
 from apps.engine.wiki.types import PageInfo
 
 __all__ = ["Catalog", "FileChange", "catalog_at", "catalog_commit", "title_of"]
@@ -113,16 +114,25 @@ def catalog_commit(git_dir: Path, before: Catalog, *, commit: str, changes: Iter
                    date: datetime) -> None:
     """Record this process's own commit on top of ``before`` without asking git again."""
     files = dict(before.files)
+    same_paths = True
     for change in changes:
+        same_paths = same_paths and change.data is not None and change.path in files
         if change.data is None:
             files.pop(change.path, None)
             continue
         text = change.data.decode("utf-8", "replace") if is_page(change.path) else ""
+        if text:
+            keep({blobs[change.path]: (text, len(change.data))})
         title = title_of(change.path, text)
         files[change.path] = PageInfo(path=change.path, title=title, blob=blobs[change.path],
                                       size=len(change.data), updated_at=date,
                                       updated_by=author, commit=commit)
-    _remember(str(git_dir), Catalog(commit, dict(sorted(files.items()))))
+    if same_paths:  # the order holds and so does the folder map, which depends on paths alone
+        after = Catalog(commit, files)
+        after._names = before._names
+    else:
+        after = Catalog(commit, dict(sorted(files.items())))
+    _remember(str(git_dir), after)
 
 
 def _remember(key: str, catalog: Catalog) -> None:
@@ -192,26 +202,10 @@ def _last_changes(session: GitSession, commit: str, paths: set[str], *,
 def _infos(session: GitSession, tree: Mapping[str, tuple[str, int]],
            changed: Mapping[str, tuple[str, str, datetime]],
            kept: Mapping[str, PageInfo]) -> dict[str, PageInfo]:
-    texts = _page_heads(session, [blob for path, (blob, _) in tree.items() if is_page(path)])
+    texts = texts_of(session, (blob for path, (blob, _) in tree.items() if is_page(path)))
     files = dict(kept)
     for path, (blob, size) in tree.items():
         sha, name, date = changed[path]
         files[path] = PageInfo(path=path, title=title_of(path, texts.get(blob, "")), blob=blob,
                                size=size, updated_at=date, updated_by=name, commit=sha)
     return dict(sorted(files.items()))
-
-
-def _page_heads(session: GitSession, blobs: list[str]) -> dict[str, str]:
-    """The text of each blob (for titles), in one ``cat-file --batch``."""
-    if not blobs:
-        return {}
-    out = session.out("cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode())
-    texts, offset = {}, 0
-    while offset < len(out):
-        header_end = out.index(b"\n", offset)
-        blob, _kind, size = out[offset:header_end].split()
-        start = header_end + 1
-        end = start + int(size)
-        texts[blob.decode()] = out[start:end].decode("utf-8", "replace")
-        offset = end + 1
-    return texts

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from git import Git, Repo
 from git.exc import GitCommandError, GitError
+from git.refs.symbolic import SymbolicReference
 
 from apps.engine.wiki.errors import WikiUnavailable
 
@@ -97,6 +98,16 @@ class GitSession:
         if status not in ok:
             raise WikiUnavailable(f"git {args[0]} failed ({status}): {_text(err)}")
         return status, out
+
+    def ref(self, name: str) -> str | None:
+        """The commit id the reference ``name`` (e.g. ``refs/heads/main``) holds, None when
+        there is none. Read from the files by gitpython (loose, then ``packed-refs``) rather
+        than by a process: ``update-ref`` renames a whole file into place, so a read never sees
+        half a value."""
+        try:
+            return SymbolicReference.dereference_recursive(self._repo, name)
+        except ValueError:
+            return None
 
     def out(self, *args: str, stdin: bytes | None = None,
             env: Mapping[str, str] | None = None) -> bytes:

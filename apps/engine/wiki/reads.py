@@ -1,16 +1,14 @@
-"""History and search: the two reads that parse ``git log`` and ``git grep`` output."""
+"""History: the read that parses ``git log`` output."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from apps.engine.wiki.gitcmd import GitSession
-from apps.engine.wiki.paths import ATTACHMENTS_DIR
-from apps.engine.wiki.types import CommitInfo, HistoryEntry, SearchHit
+from apps.engine.wiki.types import CommitInfo, HistoryEntry
 
-__all__ = ["history_of", "search_pages"]
+__all__ = ["history_of"]
 
-_SNIPPET_CHARS = 200
 _LOG_FORMAT = "--format=%x1e%H%x1f%an%x1f%ae%x1f%at%x1f%s%x1f%(trailers:only,unfold)"
 
 
@@ -40,35 +38,3 @@ def _trailers(text: str) -> dict[str, str]:
         if sep:
             found[key] = value
     return found
-
-
-def search_pages(session: GitSession, head: str, query: str, *, limit: int) -> list[SearchHit]:
-    """Up to ``limit`` lines of pages at ``head`` containing ``query`` (literal, any case).
-
-    The query reaches git only as the value of ``-e``, so ``--output=x`` or ``-p`` is text to
-    find (``shared/WIKI.md`` 1, checked against git 2.39)."""
-    status, out = session.run(
-        "grep", "-z", "-n", "-I", "-F", "-i", "--no-color", f"--max-count={limit}",
-        "-e", query, head, "--", "*.md", f":(exclude){ATTACHMENTS_DIR}/",
-        env={"GIT_LITERAL_PATHSPECS": "0"}, ok=(0, 1))  # our own two patterns, no user text
-    hits: list[SearchHit] = []
-    prefix = f"{head}:".encode()
-    for line in out.split(b"\n"):
-        parts = line.split(b"\0", 2)
-        if status != 0 or len(parts) != 3 or not parts[0].startswith(prefix):
-            continue
-        text = parts[2].decode("utf-8", "replace")
-        hits.append(SearchHit(path=parts[0][len(prefix):].decode("utf-8", "replace"),
-                              line=int(parts[1]), snippet=_snippet(text, query)))
-        if len(hits) == limit:
-            break
-    return hits
-
-
-def _snippet(line: str, query: str) -> str:
-    """At most 200 characters of ``line`` around the first match."""
-    if len(line) <= _SNIPPET_CHARS:
-        return line
-    at = max(0, line.casefold().find(query.casefold()))
-    start = max(0, min(at - _SNIPPET_CHARS // 3, len(line) - _SNIPPET_CHARS))
-    return line[start:start + _SNIPPET_CHARS]

@@ -30,8 +30,10 @@ from apps.engine.wiki.gitcmd import GitSession, git_session, init_bare
 from apps.engine.wiki.limits import WikiLimits
 from apps.engine.wiki.merge import merge_text
 from apps.engine.wiki.paths import check_file_path, check_revision, is_attachment, is_page
-from apps.engine.wiki.reads import history_of, search_pages
+from apps.engine.wiki.reads import history_of
+from apps.engine.wiki.search import search_kept, search_pages
 from apps.engine.wiki.snapshot import snapshot_at
+from apps.engine.wiki.texts import texts_of
 from apps.engine.wiki.types import Author, HistoryEntry, Page, PageInfo, SearchHit, WriteResult
 from apps.engine.wiki.writes import make_commit, move_main, store_blobs, writer_lock
 
@@ -118,7 +120,14 @@ class WikiStore:
         cap = max(1, min(limit or self.limits.search_hits, self.limits.search_hits))
         with self._reading() as session:
             head = _head(session) if session else None
-            return search_pages(session, head, query, limit=cap) if head else []
+            if head is None:
+                return []
+            pages = {path: info for path, info in catalog_at(session, self.path, head).files.items()
+                     if is_page(path)}
+            if sum(info.size for info in pages.values()) > self.limits.search_memory_bytes:
+                return search_pages(session, head, query, limit=cap)
+            texts = texts_of(session, (info.blob for info in pages.values()))
+            return search_kept(pages, texts, query, limit=cap)
 
     def usage(self) -> int:
         """Bytes of every file at ``main`` (what the quota counts)."""
@@ -364,15 +373,17 @@ class WikiStore:
 
 
 def _head(session: GitSession) -> str | None:
-    status, out = session.run("rev-parse", "--verify", "--quiet", "refs/heads/main",
-                              ok=(0, 1))
-    return out.decode().strip() if status == 0 else None
+    return session.ref("refs/heads/main")
 
 
 def _commit_of(session: GitSession, rev: str) -> str:
     """The commit ``rev`` (a checked revision) names; WikiNotFound if none."""
     check_revision(rev)
-    name = "refs/heads/main" if rev == "HEAD" else f"{rev}^{{commit}}"
+    if rev == "HEAD":
+        if (head := _head(session)) is None:
+            raise WikiNotFound("No such revision.")
+        return head
+    name = f"{rev}^{{commit}}"
     status, out = session.run("rev-parse", "--verify", "--quiet", "--end-of-options", name,
                               ok=(0, 1, 128))
     if status != 0:

@@ -1,7 +1,8 @@
-"""How one commit lands on ``main``: blobs, a private index, a tree, a commit, compare-and-swap.
+"""How one commit lands on ``main``: blobs, trees, a commit, compare-and-swap.
 
-No shared index is ever touched (two writers on ``index.lock`` fail rather than wait, and
-gitpython's ``index.add`` changes the whole process's working directory). A writer killed at any
+No index is used: the new trees are built from the old ones (``trees.py``), so writers never meet
+on ``index.lock`` and never call gitpython's ``index.add``, which changes the whole process's
+working directory. A writer killed at any
 step leaves at most unreachable objects: ``main`` is the old commit or the new one, never a
 broken one, because ``update-ref`` is the single step that publishes.
 """
@@ -21,12 +22,10 @@ from apps.engine.wiki.catalog import FileChange
 from apps.engine.wiki.commits import commit_message, ident_env
 from apps.engine.wiki.errors import WikiUnavailable
 from apps.engine.wiki.gitcmd import ZERO_OID, GitSession
+from apps.engine.wiki.trees import write_tree
 from apps.engine.wiki.types import Author
 
 __all__ = ["make_commit", "move_main", "store_blobs", "writer_lock"]
-
-_REMOVE = f"0 {ZERO_OID}\t"
-
 
 @contextmanager
 def writer_lock(git_dir: Path, timeout_s: float) -> Iterator[None]:
@@ -77,14 +76,7 @@ def make_commit(session: GitSession, *, head: str | None, changes: Sequence[File
                 blobs: dict[str, str], message: str, trailers: dict[str, str],
                 author: Author, when: datetime) -> str:
     """A commit on top of ``head`` with ``changes`` applied (not yet on ``main``)."""
-    with tempfile.TemporaryDirectory(prefix="confab-index-") as folder:
-        index = {"GIT_INDEX_FILE": os.path.join(folder, "index")}
-        session.out("read-tree", head or "--empty", env=index)
-        lines = "".join(
-            f"100644 {blobs[c.path]}\t{c.path}\0" if c.data is not None else f"{_REMOVE}{c.path}\0"
-            for c in changes)
-        session.out("update-index", "-z", "--index-info", stdin=lines.encode(), env=index)
-        tree = session.out("write-tree", env=index).decode().strip()
+    tree = write_tree(session, head, changes, blobs)
     parents = ["-p", head] if head else []
     out = session.out("commit-tree", tree, *parents,
                       stdin=commit_message(message, {**author.trailers, **trailers}),

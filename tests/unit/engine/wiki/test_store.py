@@ -207,7 +207,15 @@ def outside_commit(store: WikiStore, index, path: str, text: str) -> str:
     return commit
 
 
-def test_search_is_literal_case_insensitive_and_finds_cjk(store) -> None:
+@pytest.fixture(params=["in memory", "by git grep"])
+def searched(request, tmp_path) -> WikiStore:
+    """A store searched from the kept texts, and one whose limit sends search to git grep."""
+    memory = WikiLimits().search_memory_bytes if request.param == "in memory" else 0
+    return WikiStore(tmp_path / "8.git", limits=WikiLimits(search_memory_bytes=memory))
+
+
+def test_search_is_literal_case_insensitive_and_finds_cjk(searched) -> None:
+    store = searched
     write(store, "A.md", "# Deploy\nRun --output=x first\nthen (a+b)*\n")
     write(store, "指南.md", "# 指南\n部署步骤在这里\n")
     store.write("_files/notes.txt", b"Deploy secret", expected_blob=None, message="",
@@ -219,11 +227,29 @@ def test_search_is_literal_case_insensitive_and_finds_cjk(store) -> None:
     assert store.search("-p") == []
 
 
-def test_search_is_capped(store) -> None:
+def test_search_is_capped(searched) -> None:
+    store = searched
     store.commit_files({f"p{i}.md": "needle\n" * 3 for i in range(10)}, message="seed",
                        author=ALICE)
     assert len(store.search("needle", limit=5)) == 5
     assert len(store.search("needle")) == 30
+
+
+def test_search_sees_pages_changed_outside_the_store(searched, tmp_path) -> None:
+    store = searched
+    write(store, "A.md", "# A\nold words\n")
+    assert [h.path for h in store.search("old words")] == ["A.md"]
+    outside_commit(store, tmp_path / "index", "B.md", "# B\nnew words\n")
+    assert [h.path for h in store.search("new words")] == ["B.md"]
+    page = store.read("A.md")
+    write(store, "A.md", "# A\nrewritten\n", page.blob)
+    assert store.search("old words") == []
+
+
+def test_search_in_memory_folds_case_by_unicode_rules(store) -> None:
+    write(store, "Street.md", "# Street\nGroße Straße 1\nΣΊΣΥΦΟΣ\n")
+    assert [h.line for h in store.search("STRASSE")] == [2]
+    assert [h.line for h in store.search("σίσυφος")] == [3]
 
 
 @pytest.mark.parametrize("query", ["", "   ", "a\nb", "x" * 201])
