@@ -14,7 +14,10 @@ the git command line doing the same work in subprocesses:
 - memory: the process's RSS after 200 and after 2,000 mixed operations (flat means no growth).
 
 Goals (issue 9): a read under 5 ms, a write under 50 ms, a search under 200 ms.
-Profiled with ``py-spy record -o wiki.svg -- .venv/bin/python -m tests.benchmarks.bench_wiki``.
+Profiled with ``py-spy record -s -r 500 -f raw -o wiki.txt -- .venv/bin/python -m
+tests.benchmarks.bench_wiki``: writes spent their time in ``read-tree``/``update-index``/
+``write-tree`` over the whole tree (now ``trees.py`` rebuilds only the changed folders) and
+searches in ``git grep`` inflating every blob (now searched in memory from ``texts.py``).
 """
 
 from __future__ import annotations
