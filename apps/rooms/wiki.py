@@ -11,7 +11,6 @@ wiki's open pages.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,14 +21,10 @@ from channels.db import database_sync_to_async
 from apps.accounts.models import Team, User
 from apps.common.errors import ApplicationError
 from apps.engine.errors import ToolError
-from apps.engine.tools.builtin.wiki import WikiChange
+from apps.engine.tools.builtin.wiki import StoreReads, WikiChange
 from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.wiki import (
     Author,
-    HistoryEntry,
-    Page,
-    PageInfo,
-    SearchHit,
     WikiError,
     WikiStore,
     WriteResult,
@@ -66,7 +61,7 @@ def wiki_diff_page_path(team_id: int, path: str, from_rev: str, to_rev: str) -> 
     return f"/teams/{team_id}/wiki/-/diff/{quote(path, safe='/')}?{query}"
 
 
-class RunWiki:
+class RunWiki(StoreReads):
     """The :class:`~apps.engine.tools.builtin.wiki.WikiPort` of one run: ``team``'s wiki,
     written for ``user`` (who started the run; None: nobody, so no writes) in conversation
     ``conversation_id`` and run ``run_id``."""
@@ -84,19 +79,6 @@ class RunWiki:
         if self._store is None:
             self._store = store_for(self.team)
         return self._store
-
-    # -- reads: straight to the store ------------------------------------------------------
-    async def list(self, prefix: str = "") -> list[PageInfo]:
-        return await asyncio.to_thread(self.store.list, prefix)
-
-    async def read(self, path: str, rev: str = "HEAD") -> Page:
-        return await asyncio.to_thread(self.store.read, path, rev)
-
-    async def search(self, query: str, *, limit: int) -> list[SearchHit]:
-        return await asyncio.to_thread(lambda: self.store.search(query, limit=limit))
-
-    async def history(self, path: str, *, limit: int) -> list[HistoryEntry]:
-        return await asyncio.to_thread(lambda: self.store.history(path, limit=limit))
 
     # -- writes: through the wiki's services -------------------------------------------------
     async def write(self, path: str, content: str, *, expected_blob: str | None, message: str,

@@ -6,7 +6,13 @@ the host binds to the run's team: no argument can name another team's wiki.
 """
 
 from apps.engine.tools.base import BaseTool
-from apps.engine.tools.builtin.wiki.port import WIKI_SERVICE, LocalWiki, WikiChange, WikiPort
+from apps.engine.tools.builtin.wiki.port import (
+    WIKI_SERVICE,
+    LocalWiki,
+    StoreReads,
+    WikiChange,
+    WikiPort,
+)
 from apps.engine.tools.builtin.wiki.reads import (
     WikiHistoryTool,
     WikiListTool,
@@ -19,6 +25,7 @@ __all__ = [
     "WIKI_SERVICE",
     "WIKI_TOOL_NAMES",
     "LocalWiki",
+    "StoreReads",
     "WikiChange",
     "WikiEditTool",
     "WikiHistoryTool",

@@ -27,7 +27,7 @@ from apps.engine.wiki import (
     WriteResult,
 )
 
-__all__ = ["WIKI_SERVICE", "LocalWiki", "WikiChange", "WikiPort"]
+__all__ = ["WIKI_SERVICE", "LocalWiki", "StoreReads", "WikiChange", "WikiPort"]
 
 WIKI_SERVICE = "wiki"
 """The ``ToolContext.services`` key of the run's wiki port."""
@@ -81,12 +81,11 @@ class WikiPort(Protocol):
         ...
 
 
-class LocalWiki:
-    """A :class:`WikiPort` over ``store``; ``author(call_id)`` is who a write is by."""
+class StoreReads:
+    """The reads of a :class:`WikiPort`, straight from ``self.store`` in a worker thread (git
+    processes block). Ports subclass it and add their writes."""
 
-    def __init__(self, store: WikiStore, author: Callable[[str], Author]) -> None:
-        self.store = store
-        self.author = author
+    store: WikiStore
 
     async def list(self, prefix: str = "") -> list[PageInfo]:
         return await asyncio.to_thread(self.store.list, prefix)
@@ -99,6 +98,14 @@ class LocalWiki:
 
     async def history(self, path: str, *, limit: int) -> list[HistoryEntry]:
         return await asyncio.to_thread(lambda: self.store.history(path, limit=limit))
+
+
+class LocalWiki(StoreReads):
+    """A :class:`WikiPort` over ``store``; ``author(call_id)`` is who a write is by."""
+
+    def __init__(self, store: WikiStore, author: Callable[[str], Author]) -> None:
+        self.store = store
+        self.author = author
 
     async def write(self, path: str, content: str, *, expected_blob: str | None, message: str,
                     call_id: str) -> WikiChange:
