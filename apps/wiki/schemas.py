@@ -114,12 +114,14 @@ class PageRestoreIn(Schema):
 class WriteOut(Schema):
     """A committed change: the page's ``path`` (the new one after a rename), its new ``blob``
     (null after a delete), the new ``commit`` on main, and ``merged``: someone else's change
-    was merged in first."""
+    was merged in first. ``changed`` is false when the page already was so: no commit was made
+    and ``commit`` is main as it is."""
 
     path: str
     blob: str | None
     commit: str
     merged: bool
+    changed: bool
 
 
 class HistoryEntryOut(Schema):

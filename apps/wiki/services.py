@@ -163,7 +163,10 @@ def _writer(by: User, team: Team, author: Author | None, *, manage: bool = False
 
 def _published(team: Team, result: WriteResult, author: Author, action: WikiAction, *,
                moved_from: str | None = None) -> None:
-    """Tell the team's open wiki pages about the commit (a failure is logged: it is done)."""
+    """Tell the team's open wiki pages about the commit (a failure is logged: it is done);
+    a change that made no commit is not news."""
+    if not result.changed:
+        return
     event: WikiChanged = {"type": "wiki.changed", "path": result.path, "commit": result.commit,
                           "author": author.name, "action": action, "from": moved_from}
     layer = get_channel_layer()

@@ -169,9 +169,7 @@ class WikiStore:
                 return [FileChange(path, data)], False
             return [FileChange(path, self._merge(session, current, expected, data))], True
 
-        result = self._commit(plan, path=path, message=message or f"Update {path}",
-                              author=author)
-        return result or WriteResult(path, blob_id(data), self.head() or "")
+        return self._commit(plan, path=path, message=message or f"Update {path}", author=author)
 
     def edit(self, path: str, old: str, new: str, *, replace_all: bool = False,
              message: str, author: Author) -> WriteResult:
@@ -245,14 +243,13 @@ class WikiStore:
             unchanged = current is not None and current.blob == blob
             return ([] if unchanged else [FileChange(path, data)]), False
 
-        result = self._commit(plan, path=path, author=author,
-                              message=message or f"Restore {path} as of {commit[:10]}")
-        return result or WriteResult(path, blob, self.head() or commit)
+        return self._commit(plan, path=path, author=author,
+                            message=message or f"Restore {path} as of {commit[:10]}")
 
     def commit_files(self, files: dict[str, str | bytes], *, message: str,
-                     author: Author) -> WriteResult | None:
+                     author: Author) -> WriteResult:
         """Create or replace several files in one commit (seeding a wiki, importing pages):
-        at most ``limits.files_per_commit``. Returns None when nothing changed."""
+        at most ``limits.files_per_commit``; ``changed=False`` when they already were so."""
         if not files:
             raise WikiInvalid("No files to commit.")
         data = {path: self._encode(self._check(path), content) for path, content in files.items()}
@@ -290,9 +287,10 @@ class WikiStore:
         return rest[:int(parts[2])], parts[0].decode(), commit
 
     def _commit(self, plan: Plan, *, path: str, message: str, author: Author,
-                trailers: dict[str, str] | None = None) -> WriteResult | None:
+                trailers: dict[str, str] | None = None) -> WriteResult:
         """Plan the change on the current ``main`` and publish it, again on a fresh ``main``
-        whenever another writer got there first. None when the plan changes nothing."""
+        whenever another writer got there first. When the plan changes nothing there is no
+        commit: the result has ``changed=False``, the file's blob and the current ``main``."""
         if not (self.path / "HEAD").is_file():
             init_bare(self.path, self.limits.git_timeout_s)
         with writer_lock(self.path, self.limits.lock_timeout_s), \
@@ -302,7 +300,9 @@ class WikiStore:
                 catalog = catalog_at(session, self.path, head)
                 changes, merged = plan(session, catalog)
                 if not changes:
-                    return None
+                    info = catalog.files.get(path)
+                    return WriteResult(path, info.blob if info else None, head or "",
+                                       changed=False)
                 self._check_changes(catalog, changes)
                 blobs = store_blobs(session, changes)
                 when = datetime.now(UTC).replace(microsecond=0)

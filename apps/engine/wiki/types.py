@@ -51,12 +51,15 @@ class Page:
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """A committed change: the page's new ``blob`` (None for a delete), the new ``commit`` on
-    ``main``, and ``merged`` when someone else's change was merged in first."""
+    ``main``, and ``merged`` when someone else's change was merged in first. ``changed`` is
+    False when the file already was so: no commit was made and ``commit`` is ``main`` as it is
+    ("" for an empty wiki)."""
 
     path: str
     blob: str | None
     commit: str
     merged: bool = False
+    changed: bool = True
 
 
 @dataclass(frozen=True, slots=True)

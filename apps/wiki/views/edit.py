@@ -83,7 +83,9 @@ def _save(request: HttpRequest, membership: Membership, path: str) -> HttpRespon
             refusal(request, error)
         form.add_error(None, error.message)
         return _editor(request, membership, path, form, new=new, status=error.status)
-    if result.merged:
+    if not result.changed:
+        messages.info(request, "Nothing to save: the page already says this.")
+    elif result.merged:
         messages.success(request, "Saved. Someone else changed this page meanwhile: their "
                                   "change and yours were merged.")
     else:

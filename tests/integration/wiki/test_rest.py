@@ -36,8 +36,11 @@ def test_a_page_is_created_read_and_listed(acme, bob, token_client) -> None:
                                                    "expected_blob": None})
     assert created.status_code == 201, created.content
     body = created.json()
-    assert set(body) == {"path", "blob", "commit", "merged"}
-    assert body["path"] == "ops/Runbook.md" and body["merged"] is False
+    assert set(body) == {"path", "blob", "commit", "merged", "changed"}
+    assert body["path"] == "ops/Runbook.md" and body["merged"] is False and body["changed"]
+    same = put(client, acme, "ops/Runbook.md", {"content": "# Runbook\n\nStep one.\n",
+                                               "expected_blob": body["blob"]})
+    assert same.status_code == 200 and same.json() == {**body, "changed": False}
 
     read = client.get(f"{pages(acme)}/ops/Runbook.md").json()
     assert read == {"path": "ops/Runbook.md", "content": "# Runbook\n\nStep one.\n",

@@ -103,6 +103,9 @@ async def test_every_commit_is_announced_to_the_teams_wiki_group(acme, alice, gl
     save = sync_to_async(page_save)
     created = await save(team=acme, by=alice, path="A.md", content="# A\n",
                          expected_blob=None, message="")
+    same = await save(team=acme, by=alice, path="A.md", content="# A\n",
+                      expected_blob=created.blob, message="")
+    assert (same.changed, same.commit) == (False, created.commit)  # no commit: no news
     moved = await sync_to_async(page_rename)(team=acme, by=alice, path="A.md", to="B.md",
                                              expected_blob=created.blob, message="")
     first, second = await layer.receive(ours), await layer.receive(ours)

@@ -178,6 +178,16 @@ async def test_create_only_of_an_existing_page_is_a_conflict(call: Caller,
     assert is_error and "<current>\n# Home\n" in text and "<merged>" not in text
 
 
+async def test_writing_what_the_page_already_says_tells_the_room_nothing(
+        call: Caller, store: WikiStore) -> None:
+    base = store.write("Home.md", "# Home\n", expected_blob=None, message="Home", author=ALICE)
+    text, is_error = await call("WikiWrite", path="Home.md", content="# Home\n",
+                                expected_blob=base.blob)
+    assert not is_error and text == f"Home.md already had this content: nothing to commit " \
+        f"(blob {base.blob})."
+    assert call.events == [] and store.head() == base.commit
+
+
 async def test_a_stale_write_of_another_part_is_merged(call: Caller, store: WikiStore) -> None:
     base = store.write("Notes.md", "a\nb\nc\nd\ne\n", expected_blob=None, message="n",
                        author=ALICE)

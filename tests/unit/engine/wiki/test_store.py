@@ -278,9 +278,17 @@ def test_limits_are_refused_with_no_commit(tmp_path) -> None:
     assert commits_on_main(store) == 2
 
 
+def test_writing_what_a_page_already_says_makes_no_commit(store) -> None:
+    first = write(store, "A.md", PAGE)
+    again = write(store, "A.md", PAGE, first.blob)
+    assert (again.changed, again.commit, again.blob) == (False, first.commit, first.blob)
+    assert commits_on_main(store) == 1
+
+
 def test_commit_files_skips_what_is_unchanged(store) -> None:
     first = store.commit_files({"A.md": "a", "B.md": "b"}, message="seed", author=ALICE)
-    assert store.commit_files({"A.md": "a", "B.md": "b"}, message="seed", author=ALICE) is None
+    again = store.commit_files({"A.md": "a", "B.md": "b"}, message="seed", author=ALICE)
+    assert (again.changed, again.commit, first.changed) == (False, first.commit, True)
     assert commits_on_main(store) == 1 and first is not None
 
 

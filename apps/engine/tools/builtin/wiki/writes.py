@@ -144,8 +144,12 @@ def _message(args: dict[str, Any], verb: str, path: str) -> str:
 
 async def _committed(ctx: ToolContext, change: WikiChange, message: str, *,
                      created: bool) -> ToolOutput:
-    """Tell the room (``wiki_changed``) and the model what was committed."""
+    """Tell the room (``wiki_changed``) and the model what was committed; a page that
+    already was so is only told to the model (there is no commit to show)."""
     result = change.result
+    if not result.changed:
+        return ToolOutput(f"{result.path} already had this content: nothing to commit "
+                          f"(blob {result.blob}).")
     await ctx.emit(WikiChanged(
         call_id=ctx.call_id, path=result.path, commit=result.commit, author=change.author,
         summary=message, created=created,
