@@ -238,6 +238,7 @@ CONFAB = {
     "WIKI_PAGE_BYTES": env_int("CONFAB_WIKI_PAGE_BYTES", 512 * 1024),
     "WIKI_ATTACHMENT_BYTES": env_int("CONFAB_WIKI_ATTACHMENT_BYTES", 10 * 1024 * 1024),
     "WIKI_QUOTA_BYTES": env_int("CONFAB_WIKI_QUOTA_BYTES", 512 * 1024 * 1024),
+    "WIKI_GIT_BACKENDS": env_int("CONFAB_WIKI_GIT_BACKENDS", 4),  # clones at once per process
     # The offline model server `manage.py serve` starts beside Daphne.
     "FAKELLM_URL": env_str("CONFAB_FAKELLM_URL", "http://127.0.0.1:8001"),
     # Serve /static/ from the app (the embedded default); 0 when a proxy serves collectstatic.

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -70,6 +71,7 @@ _CONFIG = {
     "gc.auto": "0",
 }
 _home: Path | None = None
+_live: set[asyncio.subprocess.Process] = set()  # this process's running backends
 
 
 @csrf_exempt
@@ -99,7 +101,16 @@ async def git_smart_http(request: HttpRequest, team_id: int, rest: str) -> HttpR
     body = _body(request) if request.method == "POST" else b""
     if body is None:
         return HttpResponse("Request too large.\n", status=413, content_type="text/plain")
+    if _backends_busy():
+        return _unavailable(retry_after_s=5)
     return await _backend(request, user, store.path, rest, body)
+
+
+def _backends_busy() -> bool:
+    """True when ``CONFAB["WIKI_GIT_BACKENDS"]`` backends already run in this process: each
+    packs objects at full speed on a core, so more would starve the rooms on the same loop."""
+    _live.difference_update([p for p in _live if p.returncode is not None])
+    return len(_live) >= settings.CONFAB["WIKI_GIT_BACKENDS"]
 
 
 def _service(request: HttpRequest, rest: str) -> str | None:
@@ -118,9 +129,12 @@ def _missing() -> HttpResponse:
     return HttpResponse("Repository not found.\n", status=404, content_type="text/plain")
 
 
-def _unavailable() -> HttpResponse:
-    return HttpResponse("The wiki is unavailable; try again.\n", status=503,
-                        content_type="text/plain")
+def _unavailable(*, retry_after_s: int | None = None) -> HttpResponse:
+    response = HttpResponse("The wiki is unavailable; try again.\n", status=503,
+                            content_type="text/plain")
+    if retry_after_s is not None:
+        response["Retry-After"] = str(retry_after_s)
+    return response
 
 
 def _body(request: HttpRequest) -> bytes | None:
@@ -182,6 +196,7 @@ async def _backend(request: HttpRequest, user: User, repository: Path, rest: str
         env=_environment(request, user, repository, rest, body),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
+    _live.add(process)
     feeding = asyncio.create_task(_feed(process, body))
     errors = asyncio.create_task(_drain_errors(process))
     try:
@@ -299,6 +314,7 @@ async def _end(process: asyncio.subprocess.Process, *tasks: asyncio.Task,
             process.kill()
         await process.wait()
     finally:
+        _live.discard(process)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

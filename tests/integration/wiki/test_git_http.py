@@ -5,11 +5,14 @@ is in ``test_git_clone.py``."""
 
 from __future__ import annotations
 
+import os
+
 import psutil
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
+from apps.wiki.services import attachment_save
 from tests.integration.personas import mint_token
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("close_db_threads")]
@@ -145,6 +148,25 @@ async def test_an_oversized_request_body_is_refused(acme, alice, home, monkeypat
     response = await client.post(f"/wiki/{acme.pk}.git/git-upload-pack", b"0" * 17,
                                  content_type="application/x-git-upload-pack-request")
     assert response.status_code == 413
+
+
+async def test_clones_beyond_the_cap_wait_with_retry_after(acme, alice, settings) -> None:
+    noise = await sync_to_async(attachment_save)(
+        team=acme, by=alice, path="_files/noise.png", content=os.urandom(1024 * 1024),
+        expected_blob=None, message="")
+    settings.CONFAB = {**settings.CONFAB, "WIKI_GIT_BACKENDS": 1}
+    client = await client_as("alice", {"alice": alice})
+    fetch = _pkt(f"want {noise.commit}") + b"0000" + _pkt("done")
+    first = await client.post(f"/wiki/{acme.pk}.git/git-upload-pack", fetch)
+    stream = aiter(first.streaming_content)  # a 1 MiB pack: the backend waits on its pipe
+    await anext(stream)
+    refs, query = f"/wiki/{acme.pk}.git/info/refs", {"service": "git-upload-pack"}
+    busy = await client.get(refs, query)
+    assert (busy.status_code, busy["Retry-After"]) == (503, "5")
+    async for _ in stream:
+        pass
+    again = await client.get(refs, query)
+    assert again.status_code == 200 and b"git-upload-pack" in await content(again)
 
 
 def _pkt(line: str) -> bytes:
