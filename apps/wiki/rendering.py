@@ -14,8 +14,10 @@ Between the two, wiki links are resolved on markdown-it's tokens: a relative lin
 becomes that page's URL (resolved from the folder of the page it is in; a missing page gets the
 ``wiki-missing`` class; its URL offers to create it), a link or image under ``_files/`` the
 attachment's URL. A link that climbs out of the wiki is dropped. Table alignment becomes a class,
-since ``style`` never survives. The page's CSP (no inline script, images from the site only) is
-the third line.
+since ``style`` never survives. Headings get ids by GitHub's rule (lower case, punctuation
+dropped, spaces as ``-``, ``-1``, ``-2`` for repeats) behind :data:`ANCHOR_PREFIX`, and links to
+``#fragment`` follow them, so a page's ids never meet the site's own. The page's CSP (no inline
+script, images from the site only) is the third line.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from apps.engine.wiki import is_attachment, is_page
 __all__ = ["DiffLine", "attachment_url", "diff_lines", "page_url", "render_markdown"]
 
 ATTACHMENTS = "_files/"
+ANCHOR_PREFIX = "section-"
 _ALIGN = re.compile(r"\Atext-align:(left|center|right)\Z")
+_NOT_IN_SLUG = re.compile(r"[^\w\- ]")
 _SCHEME = re.compile(r"\A[A-Za-z][A-Za-z0-9+.-]*:")
 
 _TAGS = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s",
@@ -48,7 +52,8 @@ _ALIGN_CLASSES = {"wiki-align-left", "wiki-align-center", "wiki-align-right"}
 _CLEANER = nh3.Cleaner(
     tags=_TAGS,
     clean_content_tags={"script", "style"},
-    attributes={"a": {"href", "title"}, "img": {"src", "alt", "title"}, "ol": {"start"}},
+    attributes={"a": {"href", "title"}, "img": {"src", "alt", "title"}, "ol": {"start"},
+                **{f"h{level}": {"id"} for level in range(1, 7)}},
     allowed_classes={"a": {"wiki-missing"}, "th": _ALIGN_CLASSES, "td": _ALIGN_CLASSES},
     url_schemes={"http", "https", "mailto"},
     link_rel="noopener noreferrer",
@@ -75,6 +80,7 @@ def render_markdown(text: str, *, team_id: int, page_path: str = "",
     ``existing``: the wiki's paths, to mark links to missing pages (None: mark nothing).
     """
     tokens = _MARKDOWN.parse(text or "")
+    _anchor_headings(tokens)
     _rewrite(tokens, _Links(team_id, posixpath.dirname(page_path), existing))
     html = _MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {})
     return mark_safe(_CLEANER.clean(html))  # nh3 made it safe
@@ -89,7 +95,9 @@ class _Links:
     def resolve(self, url: str, *, image: bool) -> tuple[str | None, bool]:
         """The href/src to use for ``url`` (None: drop it) and whether it names a missing
         page. Absolute URLs, fragments and site paths stay as they are (nh3 judges them)."""
-        if not url or url.startswith(("#", "/", "?")) or _SCHEME.match(url):
+        if url.startswith("#"):
+            return _anchor(url[1:]), False
+        if not url or url.startswith(("/", "?")) or _SCHEME.match(url):
             return url, False
         parts = urlsplit(url)
         target = unquote(parts.path)
@@ -99,13 +107,34 @@ class _Links:
             path = posixpath.normpath(posixpath.join(self.folder, target))
             if path == ".." or path.startswith("../"):
                 return None, False  # out of the wiki
-        fragment = f"#{parts.fragment}" if parts.fragment else ""
+        fragment = _anchor(parts.fragment) if parts.fragment else ""
         if is_attachment(path):
             return attachment_url(self.team_id, path), False
         if is_page(path) and not image:
             missing = self.existing is not None and path not in self.existing
             return page_url(self.team_id, path) + ("" if missing else fragment), missing
         return url, False
+
+
+def _slug(text: str) -> str:
+    """GitHub's anchor of a heading's text: ``"Roll back (fast)!"`` → ``"roll-back-fast"``."""
+    return _NOT_IN_SLUG.sub("", text.strip().lower()).replace(" ", "-") or "section"
+
+
+def _anchor_headings(tokens: list[Token]) -> None:
+    seen: dict[str, int] = {}
+    for token, inline in zip(tokens, tokens[1:], strict=False):
+        if token.type != "heading_open":
+            continue
+        slug = _slug("".join(child.content for child in inline.children or []
+                                    if child.type in ("text", "code_inline")))
+        repeat = seen.get(slug, 0)
+        seen[slug] = repeat + 1
+        token.attrSet("id", ANCHOR_PREFIX + (f"{slug}-{repeat}" if repeat else slug))
+
+
+def _anchor(fragment: str) -> str:
+    return f"#{ANCHOR_PREFIX}{fragment}" if fragment else "#"
 
 
 def _rewrite(tokens: list[Token], links: _Links) -> None:

@@ -105,7 +105,7 @@ def test_a_page_is_rendered_with_its_author_and_the_live_data(signed_in, acme: T
                                                               home: WriteResult) -> None:
     response = signed_in(carol).get(wiki(acme, "Home.md"))
     page = html(response)
-    assert "<h1>Home</h1>" in page and "<p>Welcome to the Acme wiki.</p>" in page
+    assert '<h1 id="section-home">Home</h1>' in page and "<p>Welcome to the Acme wiki.</p>" in page
     # a link to a page nobody wrote yet is marked as missing
     assert (f'<a href="{page_url(acme.pk, "Runbooks/Deploy.md")}" class="wiki-missing"'
             in page)

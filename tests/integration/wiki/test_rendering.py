@@ -125,8 +125,9 @@ def test_markdown_itself_still_renders() -> None:
     html = render_markdown("# Title\n\n**bold** *em* ~~gone~~ `code`\n\n- one\n- two\n\n"
                            "> quoted\n\n```\nfenced\n```\n\n3. three\n4. four\n",
                            team_id=TEAM)
-    for fragment in ("<h1>Title</h1>", "<strong>bold</strong>", "<em>em</em>", "<s>gone</s>",
-                     "<code>code</code>", "<li>one</li>", "<blockquote>", "<pre><code>fenced",
+    for fragment in ('<h1 id="section-title">Title</h1>', "<strong>bold</strong>",
+                     "<em>em</em>", "<s>gone</s>", "<code>code</code>", "<li>one</li>",
+                     "<blockquote>", "<pre><code>fenced",
                      '<ol start="3">'):
         assert fragment in html, (fragment, html)
 
@@ -150,7 +151,7 @@ def test_tables_keep_their_alignment_as_a_class_not_a_style() -> None:
 def test_a_relative_link_to_a_page_resolves_from_the_pages_folder() -> None:
     html = render_markdown("[deploy](Deploy.md#steps) [home](../Home.md) [deep](sub/x.md)",
                            team_id=TEAM, page_path="ops/Runbook.md")
-    assert f'href="{page_url(TEAM, "ops/Deploy.md")}#steps"' in html
+    assert f'href="{page_url(TEAM, "ops/Deploy.md")}#section-steps"' in html
     assert f'href="{page_url(TEAM, "Home.md")}"' in html
     assert f'href="{page_url(TEAM, "ops/sub/x.md")}"' in html
 
@@ -184,9 +185,19 @@ def test_attachments_resolve_to_their_url_from_any_folder() -> None:
     assert f'href="{page_url(TEAM, "_files/spec.pdf")}"' in html
 
 
-def test_site_paths_fragments_and_other_relative_links_pass_through() -> None:
-    html = render_markdown("[top](#top) [rooms](/rooms/) [file](notes.txt)", team_id=TEAM)
-    assert 'href="#top"' in html and 'href="/rooms/"' in html and 'href="notes.txt"' in html
+def test_site_paths_and_other_relative_links_pass_through() -> None:
+    html = render_markdown("[rooms](/rooms/) [file](notes.txt)", team_id=TEAM)
+    assert 'href="/rooms/"' in html and 'href="notes.txt"' in html
+
+
+def test_headings_get_anchors_that_fragment_links_reach() -> None:
+    html = render_markdown("# Roll back (fast)!\n## Roll back (fast)\n### `make` 部署 步骤\n"
+                           "[up](#roll-back-fast-1) [there](Deploy.md#steps)", team_id=TEAM)
+    assert '<h1 id="section-roll-back-fast">' in html
+    assert '<h2 id="section-roll-back-fast-1">' in html
+    assert '<h3 id="section-make-部署-步骤">' in html
+    assert 'href="#section-roll-back-fast-1"' in html
+    assert f'href="{page_url(TEAM, "Deploy.md")}#section-steps"' in html
 
 
 # -- diffs ----------------------------------------------------------------------------------
