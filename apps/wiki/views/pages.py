@@ -82,7 +82,7 @@ def page(request: HttpRequest, team_id: int, path: str) -> HttpResponse:
     if path.endswith("/"):
         return tree_page(request, membership, path)
     if is_attachment(path):
-        return _attachment(membership, path)
+        return _attachment(membership, path, request.GET.get("rev") or "HEAD")
     if not is_page(path):
         if selectors.page_list(team=membership.team, prefix=f"{path}/"):
             return redirect(page_url(team_id, f"{path}/"))  # a folder, without its slash
@@ -129,10 +129,12 @@ def _had_history(membership: Membership, path: str) -> bool:
         return False
 
 
-def _attachment(membership: Membership, path: str) -> HttpResponse:
-    """The file's bytes: images and plain text inline, everything else as a download; no
-    type sniffing, and a sandbox CSP in case a browser renders it anyway."""
-    content, blob = found(lambda: selectors.attachment_read(team=membership.team, path=path))
+def _attachment(membership: Membership, path: str, rev: str) -> HttpResponse:
+    """The file's bytes at ``rev`` (a commit from its history, or HEAD): images and plain text
+    inline, everything else as a download; no type sniffing, and a sandbox CSP in case a
+    browser renders it anyway."""
+    content, blob = found(lambda: selectors.attachment_read(team=membership.team, path=path,
+                                                            rev=rev))
     kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
     response = HttpResponse(content, content_type=(
         f"{kind}; charset=utf-8" if kind.startswith("text/") else kind))

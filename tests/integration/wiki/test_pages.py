@@ -169,6 +169,20 @@ def test_attachments_are_served_inline_images_and_downloads(signed_in, acme: Tea
     assert f'<a href="{wiki(acme, "_files/dot.png")}">dot.png</a>' in tree
 
 
+def test_an_attachment_is_served_as_it_was_at_a_revision(signed_in, acme: Team,
+                                                         alice: User, carol: User) -> None:
+    first = attachment_save(team=acme, by=alice, path="_files/notes.txt", content=b"first\n",
+                            expected_blob=None, message="")
+    attachment_save(team=acme, by=alice, path="_files/notes.txt", content=b"second\n",
+                    expected_blob=first.blob, message="")
+    client = signed_in(carol)
+    assert client.get(wiki(acme, "_files/notes.txt")).content == b"second\n"
+    old = client.get(wiki(acme, "_files/notes.txt"), {"rev": first.commit})
+    assert (old.status_code, old.content, old["ETag"]) == (200, b"first\n", f'"{first.blob}"')
+    for rev in ("0" * 40, "main~1; rm", "--output=x"):
+        assert client.get(wiki(acme, "_files/notes.txt"), {"rev": rev}).status_code == 404
+
+
 # -- editing ---------------------------------------------------------------------------------
 
 
