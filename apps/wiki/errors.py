@@ -23,6 +23,7 @@ from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.wiki import (
     CurrentPage,
     WikiConflict,
+    WikiDamaged,
     WikiError,
     WikiInvalid,
     WikiNotFound,
@@ -68,6 +69,8 @@ def application_error(error: WikiError, *, what: str = "page") -> ApplicationErr
         return ApplicationError(ErrorCode.INVALID, error.message)
     if isinstance(error, WikiTooLarge):
         return ApplicationError(ErrorCode.TOO_LARGE, error.message)
+    if isinstance(error, WikiDamaged):  # logged by the store; a retry will not help
+        return ApplicationError(ErrorCode.UNAVAILABLE, error.message)
     logger.warning("wiki store unavailable: %s", error.message)
     return ApplicationError(ErrorCode.UNAVAILABLE, "The wiki is unavailable; try again.")
 

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from apps.accounts.models import Team
 from apps.engine.wiki import WikiLimits, WikiStore
+from apps.wiki.models import WikiRepository
 
 __all__ = ["store_for", "wiki_limits"]
 
@@ -26,4 +27,18 @@ def store_for(team: Team | int) -> WikiStore:
     team_id = int(team.pk if isinstance(team, Team) else team)
     root = Path(settings.WIKI_DIR).resolve()
     return WikiStore(root / f"{team_id}.git", limits=wiki_limits(),
-                     snapshots=root / "snapshots" / str(team_id))
+                     snapshots=root / "snapshots" / str(team_id), record=_Record(team_id))
+
+
+class _Record:
+    """The store's :class:`~apps.engine.wiki.WikiRecord`: a WikiRepository row. Called by the
+    store's synchronous methods only (worker threads, never the event loop)."""
+
+    def __init__(self, team_id: int) -> None:
+        self.team_id = team_id
+
+    def known(self) -> bool:
+        return WikiRepository.objects.filter(team_id=self.team_id).exists()
+
+    def record(self) -> None:
+        WikiRepository.objects.get_or_create(team_id=self.team_id)

@@ -9,6 +9,7 @@ and may block on git for up to its timeout: async callers use ``asyncio.to_threa
 from apps.engine.wiki.errors import (
     CurrentPage,
     WikiConflict,
+    WikiDamaged,
     WikiError,
     WikiInvalid,
     WikiNotFound,
@@ -17,7 +18,7 @@ from apps.engine.wiki.errors import (
 )
 from apps.engine.wiki.limits import WikiLimits
 from apps.engine.wiki.paths import is_attachment, is_page
-from apps.engine.wiki.store import WikiStore
+from apps.engine.wiki.store import WikiRecord, WikiStore
 from apps.engine.wiki.types import (
     Author,
     CommitInfo,
@@ -37,10 +38,12 @@ __all__ = [
     "PageInfo",
     "SearchHit",
     "WikiConflict",
+    "WikiDamaged",
     "WikiError",
     "WikiInvalid",
     "WikiLimits",
     "WikiNotFound",
+    "WikiRecord",
     "WikiStore",
     "WikiTooLarge",
     "WikiUnavailable",

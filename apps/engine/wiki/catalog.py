@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from apps.engine.wiki.errors import WikiDamaged
 from apps.engine.wiki.gitcmd import GitSession
 from apps.engine.wiki.paths import folder_key, is_page
 from apps.engine.wiki.texts import keep, texts_of
@@ -150,6 +151,12 @@ def _build(session: GitSession, commit: str) -> Catalog:
 
 
 def _advance(session: GitSession, cached: Catalog, commit: str) -> Catalog:
+    """The cached catalog brought forward to ``commit``, or built anew when ``main`` did not
+    move forward from it (an operator reset it, or restored another copy of the repository)."""
+    status, _ = session.run("merge-base", "--is-ancestor", cached.commit, commit,
+                            ok=(0, 1, 128))
+    if status != 0:
+        return _build(session, commit)
     tree = _ls_tree(session, commit)
     moved = {path for path, (blob, _) in tree.items()
              if path not in cached.files or cached.files[path].blob != blob}
@@ -167,8 +174,12 @@ def _ls_tree(session: GitSession, commit: str) -> dict[str, tuple[str, int]]:
             continue
         meta, _, path = record.partition(b"\t")
         _mode, kind, blob, size = meta.split()
-        if kind == b"blob":
-            files[path.decode()] = (blob.decode(), int(size))
+        if kind != b"blob":
+            continue
+        if not size.isdigit():  # "BAD": git cannot read the object
+            raise WikiDamaged(session.git_dir, f"object {blob.decode()} ({path.decode()}) "
+                              "cannot be read")
+        files[path.decode()] = (blob.decode(), int(size))
     return files
 
 

@@ -6,13 +6,16 @@ Each carries what its caller needs to answer: the REST layer maps them onto ``40
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from apps.engine.errors import EngineError
 
 __all__ = [
     "CurrentPage",
     "WikiConflict",
+    "WikiDamaged",
     "WikiError",
     "WikiInvalid",
     "WikiNotFound",
@@ -43,6 +46,16 @@ class WikiTooLarge(WikiError):
 
 class WikiUnavailable(WikiError):
     """git failed, timed out, or the repository stayed locked; worth a retry later."""
+
+
+class WikiDamaged(WikiUnavailable):
+    """The repository is gone or an object in it cannot be read: no retry helps, an operator
+    must restore it from a backup. Logged at ERROR when raised, naming the repository."""
+
+    def __init__(self, git_dir: Path, detail: str) -> None:
+        super().__init__("The wiki's repository is damaged; an administrator must restore it "
+                         "from a backup. Nothing was changed.")
+        logging.getLogger(__name__).error("wiki repository %s is damaged: %s", git_dir, detail)
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ class GitSession:
 
     def __init__(self, repo: Repo, git_dir: Path, timeout_s: float) -> None:
         self._repo = repo
-        self._git_dir = git_dir
+        self.git_dir = git_dir
         self._timeout_s = timeout_s
 
     def run(self, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None,
@@ -92,7 +92,7 @@ class GitSession:
                     command, istream=istream, with_extended_output=True, with_exceptions=False,
                     stdout_as_string=False, strip_newline_in_stdout=False,
                     kill_after_timeout=self._timeout_s,
-                    env=hardened_env(self._git_dir, **(env or {})))
+                    env=hardened_env(self.git_dir, **(env or {})))
             except GitError as error:
                 raise WikiUnavailable(f"git could not run: {error}") from error
         if status not in ok:

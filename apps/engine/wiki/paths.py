@@ -1,7 +1,8 @@
 """Path and revision rules, checked before git sees anything (issue 9; ``shared/WIKI.md`` 3).
 
 A path is a repository path of ``/``-separated segments: NFC already, no control, format (bidi,
-zero-width) or other ignorable code points, no Windows-reserved characters, no segment that is
+zero-width) or other ignorable code points, no space but U+0020, no Windows-reserved characters
+or device names (``con.md``, ``aux/``), no segment that is
 ``.``/``..``, starts with ``-`` or ``.``, ends with a space or a dot, or is ``.git`` in any case or
 spelling (``git~1``, full-width dots: the CVE-2014-9390 family). Pages end in ``.md``;
 attachments live under ``_files/`` with an allowed extension. CJK names are fine.
@@ -40,6 +41,9 @@ _IGNORABLE = re.compile(
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _REVISION = re.compile(r"\A(?:[0-9a-f]{40}|HEAD)\Z")
 _SHORT_NAME = re.compile(r"\Agit~\d+\Z")
+# Windows opens a device for these names whatever the extension, so a clone there would fail.
+_DEVICE_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"com{n}" for n in range(1, 10)),
+                           *(f"lpt{n}" for n in range(1, 10))})
 
 
 def is_page(path: str) -> bool:
@@ -90,15 +94,16 @@ def _check_segment(segment: str) -> None:
     if len(segment) > MAX_SEGMENT_CHARS:
         raise WikiInvalid(f"A part of the path is longer than {MAX_SEGMENT_CHARS} characters.")
     for char in segment:
-        if char in _RESERVED_CHARS or unicodedata.category(char) in _REFUSED_CATEGORIES \
-                or _IGNORABLE.match(char):
+        category = unicodedata.category(char)
+        if char in _RESERVED_CHARS or category in _REFUSED_CATEGORIES \
+                or (category == "Zs" and char != " ") or _IGNORABLE.match(char):
             raise WikiInvalid(f"The path may not contain {char!r} (U+{ord(char):04X}).")
     # Judged as a file system that folds width and case would see it: "．git", "GIT~1".
     folded = unicodedata.normalize("NFKC", segment).casefold()
     if folded[0] in "-." or folded[-1] in " .":
         raise WikiInvalid(f"{segment!r}: a part of the path may not start with '-' or '.', "
                           "nor end with a space or '.'.")
-    if _SHORT_NAME.match(folded):
+    if _SHORT_NAME.match(folded) or folded.split(".", 1)[0] in _DEVICE_NAMES:
         raise WikiInvalid(f"{segment!r} is a reserved name.")
 
 def folder_key(name: str) -> str:

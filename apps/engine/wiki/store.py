@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from apps.engine.wiki.catalog import Catalog, FileChange, catalog_at, catalog_commit
 from apps.engine.wiki.commits import author_name, blob_id
 from apps.engine.wiki.errors import (
     CurrentPage,
     WikiConflict,
+    WikiDamaged,
     WikiInvalid,
     WikiNotFound,
     WikiTooLarge,
@@ -37,28 +39,44 @@ from apps.engine.wiki.texts import texts_of
 from apps.engine.wiki.types import Author, HistoryEntry, Page, PageInfo, SearchHit, WriteResult
 from apps.engine.wiki.writes import make_commit, move_main, store_blobs, writer_lock
 
-__all__ = ["WikiStore"]
+__all__ = ["WikiRecord", "WikiStore"]
 
 _BLOB = re.compile(r"\A[0-9a-f]{40}\Z")
 _CAS_ATTEMPTS = 8
 Plan = Callable[[GitSession, Catalog], tuple[list[FileChange], bool]]
 
 
+class WikiRecord(Protocol):
+    """The host's memory that a wiki's repository was created (its database, not the disk the
+    repository is on): once it was, a missing repository is damage, never a fresh wiki."""
+
+    def known(self) -> bool:
+        """Whether the repository was created (and so must exist)."""
+        ...
+
+    def record(self) -> None:
+        """Remember that the repository exists (idempotent)."""
+        ...
+
+
 class WikiStore:
     """The wiki in the bare repository at ``path`` (created on the first write).
 
     ``snapshots``: the directory under which read-only snapshots of ``main`` are kept, one per
-    commit (``snapshots/<commit>``; default ``<path>.snapshots``). Every method is synchronous,
+    commit (``snapshots/<commit>``; default ``<path>.snapshots``). ``record``: where the host
+    remembers that the repository exists (None: nowhere, so a missing one is an empty wiki).
+    Every method is synchronous,
     thread-safe (each call opens and closes its own ``git.Repo``) and raises only
     :class:`~apps.engine.wiki.WikiError` subclasses. Paths are repository paths (``Home.md``,
     ``ops/Runbook.md``, ``_files/diagram.png``); revisions are 40-hex commit ids or ``HEAD``.
     """
 
     def __init__(self, path: Path, *, limits: WikiLimits | None = None,
-                 snapshots: Path | None = None) -> None:
+                 snapshots: Path | None = None, record: WikiRecord | None = None) -> None:
         self.path = Path(path)
         self.limits = limits or WikiLimits()
         self.snapshots = snapshots or self.path.with_name(self.path.name + ".snapshots")
+        self.record = record
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -162,12 +180,17 @@ class WikiStore:
                                        current=_current(session, current))
                 return [FileChange(path, data)], False
             if current is None:
+                if _blob_or_none(session, expected) is None:
+                    raise WikiNotFound("No such page.")  # it never had that version
                 raise WikiConflict(f"{path} was deleted meanwhile.", current=None)
             if current.blob == blob_id(data):
                 return [], False  # already so: no empty commit
             if current.blob == expected:
                 return [FileChange(path, data)], False
-            return [FileChange(path, self._merge(session, current, expected, data))], True
+            merged = self._merge(session, current, expected, data)
+            if blob_id(merged) == current.blob:
+                return [], False  # theirs already held this change
+            return [FileChange(path, merged)], True
 
         return self._commit(plan, path=path, message=message or f"Update {path}", author=author)
 
@@ -265,8 +288,9 @@ class WikiStore:
 
     @contextmanager
     def _reading(self) -> Iterator[GitSession | None]:
-        """A session on the repository, or None while it does not exist (an empty wiki)."""
-        if not (self.path / "HEAD").is_file():
+        """A session on the repository, or None while it does not exist (an empty wiki).
+        WikiDamaged when it should exist."""
+        if not self._exists():
             yield None
             return
         with git_session(self.path, self.limits.git_timeout_s) as session:
@@ -280,10 +304,11 @@ class WikiStore:
                 raise WikiNotFound("No such page.")
             commit = _commit_of(session, rev)
             out = session.out("cat-file", "--batch", stdin=f"{commit}:{path}\n".encode())
-        header, _, rest = out.partition(b"\n")
-        parts = header.split()
-        if len(parts) != 3 or parts[1] != b"blob":
-            raise WikiNotFound("No such page.")
+            header, _, rest = out.partition(b"\n")
+            parts = header.split()
+            if len(parts) != 3 or parts[1] != b"blob":
+                _unreadable(session, commit, path)
+                raise WikiNotFound("No such page.")
         return rest[:int(parts[2])], parts[0].decode(), commit
 
     def _commit(self, plan: Plan, *, path: str, message: str, author: Author,
@@ -291,7 +316,7 @@ class WikiStore:
         """Plan the change on the current ``main`` and publish it, again on a fresh ``main``
         whenever another writer got there first. When the plan changes nothing there is no
         commit: the result has ``changed=False``, the file's blob and the current ``main``."""
-        if not (self.path / "HEAD").is_file():
+        if not self._exists():
             init_bare(self.path, self.limits.git_timeout_s)
         with writer_lock(self.path, self.limits.lock_timeout_s), \
                 git_session(self.path, self.limits.git_timeout_s) as session:
@@ -310,10 +335,20 @@ class WikiStore:
                                      message=message, trailers=trailers or {}, author=author,
                                      when=when)
                 if move_main(session, new=commit, old=head):
+                    if self.record is not None:
+                        self.record.record()
                     catalog_commit(self.path, catalog, commit=commit, changes=changes,
                                    blobs=blobs, author=author_name(author), date=when)
                     return WriteResult(path, blobs.get(path), commit, merged)
         raise WikiUnavailable("The wiki kept changing under this write; try again.")
+
+    def _exists(self) -> bool:
+        """Whether the repository is there; WikiDamaged when it is not but was created."""
+        if (self.path / "HEAD").is_file():
+            return True
+        if self.record is not None and self.record.known():
+            raise WikiDamaged(self.path, "the repository is missing")
+        return False
 
     def _check_changes(self, catalog: Catalog, changes: list[FileChange]) -> None:
         """Files per commit, the quota, and names that differ only by case (issue 9)."""
@@ -323,9 +358,10 @@ class WikiStore:
         size = catalog.total_bytes - sum(
             catalog.files[p].size for p in removed if p in catalog.files)
         size += sum(len(c.data) for c in changes if c.data is not None)
-        if size > self.limits.quota_bytes:
-            raise WikiTooLarge(f"The wiki would exceed its quota of "
-                               f"{self.limits.quota_bytes // (1024 * 1024)} MiB.")
+        if size > self.limits.quota_bytes and size > catalog.total_bytes:  # shrinking is fine
+            quota = self.limits.quota_bytes
+            shown = f"{quota / 2**20:.1f} MiB" if quota >= 2**20 else f"{quota} bytes"
+            raise WikiTooLarge(f"The wiki would exceed its quota of {shown}.")
         for change in changes:
             clash = catalog.clash(change.path) if change.data is not None else None
             if clash is not None and clash not in removed:
@@ -361,7 +397,7 @@ class WikiStore:
         """``mine`` merged with what changed since ``expected``; WikiConflict if they overlap."""
         theirs = _current(session, current)
         base = _blob_or_none(session, expected) if is_page(current.path) else None
-        if base is None:
+        if base is None or b"\0" in base:  # not a page's text: nothing to merge with
             raise WikiConflict(f"{current.path} changed since the version you started from.",
                                current=theirs)
         text, clean = merge_text(session, base=base.decode("utf-8", "replace"),
@@ -389,6 +425,12 @@ def _commit_of(session: GitSession, rev: str) -> str:
     if status != 0:
         raise WikiNotFound("No such revision.")
     return out.decode().strip()
+
+
+def _unreadable(session: GitSession, commit: str, path: str) -> None:
+    """Raise WikiDamaged when ``commit``'s tree names ``path`` but git could not read it."""
+    if session.out("ls-tree", "-z", "--full-tree", commit, "--", path):
+        raise WikiDamaged(session.git_dir, f"{path} at {commit} cannot be read")
 
 
 def _check_blob(blob: str) -> str:

@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
+from apps.engine.wiki.errors import WikiDamaged
 from apps.engine.wiki.gitcmd import GitSession
 
 __all__ = ["CACHE_BYTES", "keep", "texts_of"]
@@ -23,8 +24,9 @@ _held = [0]  # bytes held, in a list so the functions below can update it in pla
 
 
 def texts_of(session: GitSession, blobs: Iterable[str]) -> dict[str, str]:
-    """``blob id -> text`` (UTF-8, undecodable bytes replaced) for each of ``blobs``: those
-    kept, the rest read in one ``cat-file --batch`` and kept. Raises WikiUnavailable."""
+    """``blob id -> text`` (UTF-8, undecodable bytes replaced) for each of ``blobs`` (ids a
+    tree of the repository names): those kept, the rest read in one ``cat-file --batch`` and
+    kept. Raises WikiDamaged when git cannot read one, WikiUnavailable when git fails."""
     found: dict[str, str] = {}
     missing: list[str] = []
     with _lock:
@@ -62,7 +64,7 @@ def _read(session: GitSession, blobs: list[str]) -> dict[str, tuple[str, int]]:
         header = out[offset:header_end].split()
         offset = header_end + 1
         if header[-1] == b"missing":
-            continue
+            raise WikiDamaged(session.git_dir, f"object {header[0].decode()} cannot be read")
         size = int(header[2])
         texts[header[0].decode()] = (out[offset:offset + size].decode("utf-8", "replace"), size)
         offset += size + 1

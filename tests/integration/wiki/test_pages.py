@@ -289,7 +289,7 @@ def test_a_refused_save_keeps_the_text_with_the_reason(signed_in, acme: Team, bo
     assert response.status_code == 413
     page = html(response)
     assert 'id="wiki-error"' in page and "x" * 60 in page
-    response = save(signed_in(bob), acme, "Nul.md", "a\x00b")
+    response = save(signed_in(bob), acme, "Zero.md", "a\x00b")
     assert response.status_code == 400
 
 

@@ -116,3 +116,21 @@ async def test_every_commit_is_announced_to_the_teams_wiki_group(acme, alice, gl
     # The other team's group heard nothing: the first thing it gets is a marker sent now.
     await layer.group_send(wiki_group(globex.pk), {"type": "marker"})
     assert await layer.receive(theirs) == {"type": "marker"}
+
+
+@pytest.mark.django_db
+def test_a_lost_repository_is_answered_as_damage_and_never_started_afresh(acme, alice,
+                                                                            home) -> None:
+    from apps.wiki.models import WikiRepository
+    from apps.wiki.selectors import page_list
+    from apps.wiki.stores import store_for
+
+    assert WikiRepository.objects.filter(team=acme).exists()  # recorded by the first commit
+    path = store_for(acme).path
+    path.rename(path.with_name("moved-away.git"))  # the volume was not mounted, say
+    for call, kwargs in ((page_list, {}), (page_save, {
+            "by": alice, "path": "New.md", "content": "# New\n", "expected_blob": None,
+            "message": ""})):
+        error = refused(ErrorCode.UNAVAILABLE, call, team=acme, **kwargs)
+        assert "restore it from a backup" in error.message
+    assert not path.exists()

@@ -19,9 +19,12 @@ REFUSED = [
     "a:b.md", "a*b.md", "x\u202e.md", "x\u200b.md", ".g\u200cit/x.md", "x\u034f.md",
     "e\u0301.md",  # NFD: the NFC twin "é.md" is the one accepted
     "_files/x.svg", "_files/page.html", "_files/noext", "x\n.md",
+    "Home\u00a0.md", "a\u3000b.md", "\u2003x.md",  # spaces that look like none or like U+0020
+    "con.md", "AUX/x.md", "nul.tar.md", "lpt1.md", "Com9/y.md",  # Windows device names
 ]
 ACCEPTED = ["Home.md", "指南.md", "運用/手順書.md", "é.md", "a/b/c/d/e/f/g/h.md", "_files/x.png",
-            "Notes 2026 (draft).md", "a.b.md", "git.md", "_files/docs/report.pdf"]
+            "Notes 2026 (draft).md", "a.b.md", "git.md", "_files/docs/report.pdf",
+            "console.md", "com10.md", "auxiliary/x.md"]
 
 
 @pytest.mark.parametrize("path", REFUSED)

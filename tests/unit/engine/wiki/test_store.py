@@ -285,6 +285,49 @@ def test_writing_what_a_page_already_says_makes_no_commit(store) -> None:
     assert commits_on_main(store) == 1
 
 
+def test_a_wiki_over_its_quota_can_still_shrink(tmp_path) -> None:
+    big = WikiStore(tmp_path / "q.git")
+    pages = big.commit_files({"A.md": "a" * 200, "B.md": "b" * 200}, message="", author=ALICE)
+    store = WikiStore(big.path, limits=WikiLimits(quota_bytes=300))  # the quota was lowered
+    with pytest.raises(WikiTooLarge, match="quota of 300 bytes"):
+        write(store, "C.md", "c")
+    a = store.read("A.md")
+    assert write(store, "A.md", "short", a.blob).changed  # smaller: allowed
+    renamed = store.rename("B.md", "Bee.md", expected_blob=store.read("B.md").blob,
+                           message="", author=ALICE)
+    store.delete("Bee.md", expected_blob=renamed.blob, message="", author=ALICE)
+    assert store.usage() == 5 and pages.changed
+
+
+def test_a_stale_save_that_theirs_already_holds_makes_no_commit(store) -> None:
+    base = write(store, "Notes.md", "one\ntwo\n")
+    theirs = write(store, "Notes.md", "one\ntwo\nthree\n", base.blob)
+    again = write(store, "Notes.md", "one\ntwo\n", base.blob)  # my unchanged text, stale
+    assert (again.changed, again.commit) == (False, theirs.commit)
+    assert commits_on_main(store) == 2
+
+
+def test_an_expected_blob_that_is_no_text_of_the_page_is_a_conflict(store) -> None:
+    zipped = store.write("_files/a.zip", b"PK\x03\x04\0\0binary", expected_blob=None,
+                         message="", author=ALICE)
+    page = write(store, "Notes.md", "one\n")
+    write(store, "Notes.md", "one\ntwo\n", page.blob)
+    with pytest.raises(WikiConflict) as conflict:
+        write(store, "Notes.md", "mine\n", zipped.blob)
+    assert conflict.value.current.content == "one\ntwo\n"
+
+
+def test_an_expected_blob_for_a_page_that_never_existed_is_not_found(store) -> None:
+    other = write(store, "Other.md", "other\n")
+    with pytest.raises(WikiNotFound):
+        write(store, "Never.md", "text\n", "0" * 40)
+    gone = write(store, "Gone.md", "gone\n")
+    store.delete("Gone.md", expected_blob=gone.blob, message="", author=ALICE)
+    with pytest.raises(WikiConflict, match="deleted meanwhile"):
+        write(store, "Gone.md", "back\n", gone.blob)
+    assert other.changed
+
+
 def test_commit_files_skips_what_is_unchanged(store) -> None:
     first = store.commit_files({"A.md": "a", "B.md": "b"}, message="seed", author=ALICE)
     again = store.commit_files({"A.md": "a", "B.md": "b"}, message="seed", author=ALICE)
