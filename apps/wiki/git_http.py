@@ -17,6 +17,12 @@ the method, the content type and encoding, and ``Git-Protocol: version=2``
 (https://git-scm.com/docs/git-http-backend, "ENVIRONMENT"; https://git-scm.com/docs/gitprotocol-http).
 The backend runs with no system or global configuration, no hooks, no dumb file serving and no
 receive-pack, whatever the repository's own configuration says.
+
+At most ``CONFAB["WIKI_GIT_BACKENDS"]`` backends run in a process at once: each packs objects
+at full speed on a core, so more would starve the rooms on the same loop. A request beyond
+waits for one to end, up to :data:`SLOT_WAIT_S`, and only then answers ``503`` with
+``Retry-After`` (git gives up on a 503: "RPC failed"), so a team cloning together is served in
+turn.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import logging
 import re
 import tempfile
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +49,15 @@ from apps.engine.wiki import WikiError
 from apps.wiki.selectors import awiki_membership
 from apps.wiki.stores import store_for
 
-__all__ = ["BODY_MAX", "git_smart_http"]
+__all__ = ["BODY_MAX", "SLOT_WAIT_S", "git_smart_http"]
 
 logger = logging.getLogger(__name__)
 
 BODY_MAX = 10 * 1024 * 1024
 """The largest request body (a fetch's wants and haves) the backend is given."""
+
+SLOT_WAIT_S = 30.0
+"""How long a request waits for a free backend before it answers 503."""
 
 UPLOAD_PACK = "git-upload-pack"
 RECEIVE_PACK = "git-receive-pack"
@@ -70,8 +80,8 @@ _CONFIG = {
     "pack.threads": "1",
     "gc.auto": "0",
 }
+_RETRY_AFTER_S = 5
 _home: Path | None = None
-_live: set[asyncio.subprocess.Process] = set()  # this process's running backends
 
 
 @csrf_exempt
@@ -101,16 +111,60 @@ async def git_smart_http(request: HttpRequest, team_id: int, rest: str) -> HttpR
     body = _body(request) if request.method == "POST" else b""
     if body is None:
         return HttpResponse("Request too large.\n", status=413, content_type="text/plain")
-    if _backends_busy():
-        return _unavailable(retry_after_s=5)
-    return await _backend(request, user, store.path, rest, body)
+    slot = await _slots.take(SLOT_WAIT_S)
+    if slot is None:
+        return _unavailable(retry_after_s=_RETRY_AFTER_S)
+    try:
+        return await _backend(request, user, store.path, rest, body, slot)
+    except BaseException:
+        _slots.give_back(slot)
+        raise
 
 
-def _backends_busy() -> bool:
-    """True when ``CONFAB["WIKI_GIT_BACKENDS"]`` backends already run in this process: each
-    packs objects at full speed on a core, so more would starve the rooms on the same loop."""
-    _live.difference_update([p for p in _live if p.returncode is not None])
-    return len(_live) >= settings.CONFAB["WIKI_GIT_BACKENDS"]
+class _Slots:
+    """The backends this process may run at once (``CONFAB["WIKI_GIT_BACKENDS"]``). A slot is
+    taken before its backend starts, so two requests never both see the last one free, and
+    given back when the backend is reaped or its response closed, whichever comes first."""
+
+    def __init__(self) -> None:
+        self._taken: set[object] = set()
+        self._waiting: set[asyncio.Future[None]] = set()
+
+    async def take(self, wait_s: float) -> object | None:
+        """A slot (a token for :meth:`give_back`), waiting up to ``wait_s`` seconds for one
+        to be given back; None when none was."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while len(self._taken) >= settings.CONFAB["WIKI_GIT_BACKENDS"]:
+            woken = loop.create_future()
+            self._waiting.add(woken)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await woken
+            except TimeoutError:
+                return None
+            finally:
+                self._waiting.discard(woken)
+        slot = object()
+        self._taken.add(slot)
+        return slot
+
+    def give_back(self, slot: object) -> None:
+        """End ``slot`` (again is a no-op) and wake every request waiting for one: the first
+        to run takes it, the others wait again. Safe from any thread: Django closes a
+        response in a worker thread."""
+        if slot in self._taken:
+            self._taken.discard(slot)
+            for woken in list(self._waiting):
+                woken.get_loop().call_soon_threadsafe(_wake, woken)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():  # its wait may have timed out meanwhile
+        woken.set_result(None)
+
+
+_slots = _Slots()
 
 
 def _service(request: HttpRequest, rest: str) -> str | None:
@@ -189,29 +243,29 @@ def _empty_home() -> Path:
 
 
 async def _backend(request: HttpRequest, user: User, repository: Path, rest: str,
-                   body: bytes) -> HttpResponse:
-    """Run ``git http-backend``; answer its status and headers, then stream its output."""
+                   body: bytes, slot: object) -> HttpResponse:
+    """Run ``git http-backend`` in ``slot``; answer its status and headers, then stream its
+    output. The slot is given back when the backend is reaped."""
     process = await asyncio.create_subprocess_exec(
         "git", "http-backend", cwd=repository.parent,
         env=_environment(request, user, repository, rest, body),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
-    _live.add(process)
-    feeding = asyncio.create_task(_feed(process, body))
-    errors = asyncio.create_task(_drain_errors(process))
+    backend = _Backend(process, slot, asyncio.create_task(_feed(process, body)),
+                       asyncio.create_task(_drain_errors(process)))
     try:
         async with asyncio.timeout(_HEADER_TIMEOUT_S):
             headers, first = await _cgi_headers(process)
     except (TimeoutError, ValueError) as error:
-        await _end(process, feeding, errors)
+        await backend.end()
         logger.warning("git http-backend gave no usable headers: %s", error or "timeout")
         return _unavailable()
     except BaseException:  # cancelled: the client went away
-        await _end(process, feeding, errors)
+        await backend.end()
         raise
     status = int((headers.get("status") or "200").split()[0])
     response = _BackendResponse(
-        process, _stream(process, first, feeding, errors), status=status,
+        backend, _stream(backend, first), status=status,
         content_type=headers.get("content-type", "application/octet-stream"))
     for name in _PASSED_HEADERS:
         if value := headers.get(name.lower()):
@@ -219,18 +273,50 @@ async def _backend(request: HttpRequest, user: User, repository: Path, rest: str
     return response
 
 
+@dataclass(frozen=True, slots=True)
+class _Backend:
+    """A running ``git http-backend``, the slot it holds and its stdin and stderr tasks."""
+
+    process: asyncio.subprocess.Process
+    slot: object
+    feeding: asyncio.Task[None]
+    errors: asyncio.Task[None]
+
+    def kill(self) -> None:
+        """Kill the process if it still runs and give its slot back (from any thread)."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        _slots.give_back(self.slot)
+
+    async def end(self, *, kill: bool = True) -> None:
+        """Reap the process (killed first unless it is done writing), give its slot back and
+        end the helper tasks."""
+        if kill:
+            self.kill()
+        try:
+            async with asyncio.timeout(5):
+                await self.process.wait()
+        except TimeoutError:
+            self.kill()
+            await self.process.wait()
+        finally:
+            _slots.give_back(self.slot)
+            for task in (self.feeding, self.errors):
+                task.cancel()
+            await asyncio.gather(self.feeding, self.errors, return_exceptions=True)
+
+
 class _BackendResponse(StreamingHttpResponse):
     """A streamed answer that kills its backend when closed before the stream ran to its end
     (Django closes every response; a stream never started has no ``finally`` to run)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, backend: _Backend, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._process = process
+        self._backend = backend
 
     def close(self) -> None:
-        if self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.kill()
+        self._backend.kill()
         super().close()
 
 
@@ -280,41 +366,21 @@ def _parse_headers(head: bytes) -> dict[str, str]:
     return headers
 
 
-async def _stream(process: asyncio.subprocess.Process, first: bytes, feeding: asyncio.Task,
-                  errors: asyncio.Task) -> AsyncIterator[bytes]:
+async def _stream(backend: _Backend, first: bytes) -> AsyncIterator[bytes]:
     """The backend's output after its headers. The process ends with the response: killed when
     the client goes away or the backend stalls."""
-    assert process.stdout is not None
+    stdout = backend.process.stdout
+    assert stdout is not None
     finished = False
     try:
         if first:
             yield first
         while True:
             async with asyncio.timeout(_IDLE_TIMEOUT_S):
-                chunk = await process.stdout.read(_CHUNK)
+                chunk = await stdout.read(_CHUNK)
             if not chunk:
                 break
             yield chunk
         finished = True
     finally:
-        await _end(process, feeding, errors, kill=not finished)
-
-
-async def _end(process: asyncio.subprocess.Process, *tasks: asyncio.Task,
-               kill: bool = True) -> None:
-    """Reap the backend (killed first unless it is done writing) and its helper tasks."""
-    if kill and process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-    try:
-        async with asyncio.timeout(5):
-            await process.wait()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-    finally:
-        _live.discard(process)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await backend.end(kill=not finished)

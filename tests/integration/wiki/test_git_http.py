@@ -5,6 +5,7 @@ is in ``test_git_clone.py``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import psutil
@@ -150,7 +151,53 @@ async def test_an_oversized_request_body_is_refused(acme, alice, home, monkeypat
     assert response.status_code == 413
 
 
-async def test_clones_beyond_the_cap_wait_with_retry_after(acme, alice, settings) -> None:
+async def test_clones_beyond_the_cap_wait_with_retry_after(acme, alice, settings,
+                                                           monkeypatch) -> None:
+    from apps.wiki import git_http
+
+    monkeypatch.setattr(git_http, "SLOT_WAIT_S", 0.05)
+    client, refs, query, stream = await _one_backend_busy(acme, alice, settings)
+    busy = await client.get(refs, query)
+    assert (busy.status_code, busy["Retry-After"]) == (503, "5")
+    async for _ in stream:
+        pass
+    again = await client.get(refs, query)
+    assert again.status_code == 200 and b"git-upload-pack" in await content(again)
+
+
+async def test_a_clone_beyond_the_cap_is_served_once_a_backend_ends(acme, alice, settings,
+                                                                    monkeypatch) -> None:
+    from apps.wiki import git_http
+
+    class CountedSlots(git_http._Slots):
+        """The real slots, telling when the second request asks for one."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.asked, self.second = 0, asyncio.Event()
+
+        async def take(self, wait_s: float) -> object | None:
+            self.asked += 1
+            if self.asked == 2:
+                self.second.set()
+            return await super().take(wait_s)
+
+    slots = CountedSlots()
+    monkeypatch.setattr(git_http, "_slots", slots)
+    client, refs, query, stream = await _one_backend_busy(acme, alice, settings)
+    waiting = asyncio.create_task(client.get(refs, query))
+    await slots.second.wait()  # it waits: the only backend is busy
+    assert not waiting.done()
+    async for _ in stream:
+        pass
+    served = await asyncio.wait_for(waiting, 20)
+    assert served.status_code == 200 and b"git-upload-pack" in await content(served)
+
+
+async def _one_backend_busy(acme, alice, settings):
+    """A cap of one backend, held by a fetch of a 1 MiB pack read one chunk in (the backend
+    waits on its pipe): the client, the ref advertisement's URL and query, the rest of the
+    pack's stream."""
     noise = await sync_to_async(attachment_save)(
         team=acme, by=alice, path="_files/noise.png", content=os.urandom(1024 * 1024),
         expected_blob=None, message="")
@@ -158,15 +205,9 @@ async def test_clones_beyond_the_cap_wait_with_retry_after(acme, alice, settings
     client = await client_as("alice", {"alice": alice})
     fetch = _pkt(f"want {noise.commit}") + b"0000" + _pkt("done")
     first = await client.post(f"/wiki/{acme.pk}.git/git-upload-pack", fetch)
-    stream = aiter(first.streaming_content)  # a 1 MiB pack: the backend waits on its pipe
+    stream = aiter(first.streaming_content)
     await anext(stream)
-    refs, query = f"/wiki/{acme.pk}.git/info/refs", {"service": "git-upload-pack"}
-    busy = await client.get(refs, query)
-    assert (busy.status_code, busy["Retry-After"]) == (503, "5")
-    async for _ in stream:
-        pass
-    again = await client.get(refs, query)
-    assert again.status_code == 200 and b"git-upload-pack" in await content(again)
+    return client, f"/wiki/{acme.pk}.git/info/refs", {"service": "git-upload-pack"}, stream
 
 
 def _pkt(line: str) -> bytes:
