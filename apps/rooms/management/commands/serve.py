@@ -25,8 +25,13 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _require_free(host: str, port: int) -> None:
-    """Refuse a taken port: a stale offline model left there would answer in our place."""
+    """Refuse a taken port: a stale offline model left there would answer in our place.
+
+    The probe binds as the server will (uvicorn sets ``SO_REUSEADDR``), so connections of a
+    previous run still in TIME_WAIT do not count, while a socket listening there still does
+    (Linux refuses that bind either way: socket(7), ``SO_REUSEADDR``)."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
