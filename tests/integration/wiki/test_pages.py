@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from html.parser import HTMLParser
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -58,6 +59,40 @@ def save(client: Client, team: Team, path: str, content: str, blob: str = "",
          commit: str = "", message: str = ""):
     return client.post(wiki(team, f"-/edit/{path}"), {
         "content": content, "expected_blob": blob, "base_commit": commit, "message": message})
+
+
+class _Textareas(HTMLParser):
+    """Each textarea's value by id, as a browser reads it: its text with character references
+    decoded, less one line feed right after the start tag (HTML, "in body" insertion mode, a
+    ``textarea`` start tag: "If the next token is a U+000A LINE FEED (LF) character token, then
+    ignore that token")."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.values: dict[str, str] = {}
+        self._open: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "textarea":
+            self._open = dict(attrs).get("id") or ""
+            self.values[self._open] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "textarea" and self._open is not None:
+            text = self.values[self._open]
+            self.values[self._open] = text[1:] if text.startswith("\n") else text
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self.values[self._open] += data
+
+
+def textareas(page: str) -> dict[str, str]:
+    parser = _Textareas()
+    parser.feed(page)
+    parser.close()
+    return parser.values
 
 
 def messages_of(response) -> list[str]:
@@ -270,6 +305,33 @@ def test_an_overlapping_save_gets_the_conflict_screen_and_loses_nothing(
     assert git(acme, "show", "main:Home.md") == resolved
     authors = git(acme, "log", "--format=%an", "--", "Home.md").split()
     assert authors == ["Bob", "Alice", "Alice"]
+
+
+def test_a_page_starting_with_blank_lines_round_trips_through_the_editor(
+        signed_in, acme: Team, alice: User, bob: User) -> None:
+    text = "\n\nBelow two blank lines.\n"
+    saved = page_save(team=acme, by=alice, path="Blank.md", content=text, expected_blob=None,
+                      message="")
+    client = signed_in(bob)
+    shown = textareas(html(client.get(wiki(acme, "-/edit/Blank.md"))))["wiki-text"]
+    assert shown == text
+    again = save(client, acme, "Blank.md", shown, saved.blob, saved.commit)
+    assert again.status_code == 302 and head(acme) == saved.commit  # nothing to save
+
+
+def test_the_conflict_screen_keeps_leading_blank_lines(signed_in, acme: Team, alice: User,
+                                                       bob: User) -> None:
+    base = page_save(team=acme, by=alice, path="Blank.md", content="\n\nbase\n",
+                     expected_blob=None, message="")
+    page_save(team=acme, by=alice, path="Blank.md", content="\n\nalice\n",
+              expected_blob=base.blob, message="")
+    response = save(signed_in(bob), acme, "Blank.md", "\n\nbob\n", base.blob, base.commit)
+    assert response.status_code == 409
+    values = textareas(html(response))
+    assert (values["conflict-mine"], values["conflict-current"]) == ("\n\nbob\n",
+                                                                     "\n\nalice\n")
+    assert values["conflict-merged"].startswith("\n\n<<<<<<<")
+    assert values["wiki-text"] == values["conflict-merged"]
 
 
 def test_creating_a_page_someone_else_just_created_is_a_conflict(
