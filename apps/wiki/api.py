@@ -3,7 +3,8 @@
 
 Viewers read; members write; owners and admins also delete. Another team's wiki, an unknown
 team, page, revision or file all answer ``404`` with the same body as a missing one. ``{path}``
-is the repository path with ``.md`` and may contain slashes (``ops/Runbook.md``).
+is the repository path with ``.md`` and may contain slashes (``ops/Runbook.md``); it is
+normalized to NFC, as is a rename's ``to``.
 
 - ``GET pages?prefix=`` -> ``[PageInfoOut]``; ``GET pages/{path}?rev=`` -> PageOut;
 - ``PUT pages/{path}`` PageSaveIn -> ``201`` WriteOut when created (``expected_blob: null``),
@@ -30,6 +31,7 @@ from ninja import Query, Router, Status
 from apps.accounts.models import Team
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.wiki import HistoryEntry, Page, PageInfo, SearchHit, WriteResult, is_attachment
+from apps.wiki.converters import WIKI_PATH, nfc
 from apps.wiki.schemas import (
     MESSAGE_MAX,
     READ_ERRORS,
@@ -67,6 +69,7 @@ from apps.wiki.services import (
 router = Router(tags=["wiki"])
 
 _WIKI = "/teams/{team_id}/wiki"
+_PATH = "{" + WIKI_PATH + ":path}"  # slashes allowed, NFC (apps.wiki.converters)
 _READ = {READ_ERRORS: WikiErrorOut}
 _WRITE = {409: ConflictOut, WRITE_ERRORS: WikiErrorOut}
 _INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -85,7 +88,7 @@ def _team(request: HttpRequest, team_id: int) -> Team:
 
 # The routes below /pages/{path} with a suffix come first: `{path}` takes slashes.
 
-@router.post(_WIKI + "/pages/{path:path}/rename", response={200: WriteOut, **_WRITE})
+@router.post(_WIKI + "/pages/" + _PATH + "/rename", response={200: WriteOut, **_WRITE})
 def rename_wiki_page(request: HttpRequest, team_id: int, path: str,
                      payload: PageRenameIn) -> WriteResult:
     """Move a page to ``to`` in one commit; its history follows it. ``409`` when it changed
@@ -94,7 +97,7 @@ def rename_wiki_page(request: HttpRequest, team_id: int, path: str,
                        expected_blob=payload.expected_blob, message=payload.message)
 
 
-@router.post(_WIKI + "/pages/{path:path}/restore", response={200: WriteOut, **_WRITE})
+@router.post(_WIKI + "/pages/" + _PATH + "/restore", response={200: WriteOut, **_WRITE})
 def restore_wiki_page(request: HttpRequest, team_id: int, path: str,
                       payload: PageRestoreIn) -> WriteResult:
     """Bring back the page as it was at ``rev``, in a new commit (also a deleted page)."""
@@ -106,16 +109,16 @@ def restore_wiki_page(request: HttpRequest, team_id: int, path: str,
 def list_wiki_pages(request: HttpRequest, team_id: int, prefix: str = "") -> list[PageInfo]:
     """The pages at ``main`` whose path starts with ``prefix``, by path (``[]`` for a wiki
     nobody wrote yet)."""
-    return page_list(team=_team(request, team_id), prefix=prefix)
+    return page_list(team=_team(request, team_id), prefix=nfc(prefix))
 
 
-@router.get(_WIKI + "/pages/{path:path}", response={200: PageOut, **_READ})
+@router.get(_WIKI + "/pages/" + _PATH, response={200: PageOut, **_READ})
 def get_wiki_page(request: HttpRequest, team_id: int, path: str, rev: str = "HEAD") -> Page:
     """A page at ``rev`` (a 40-hex commit id, default ``HEAD``)."""
     return page_read(team=_team(request, team_id), path=path, rev=rev)
 
 
-@router.put(_WIKI + "/pages/{path:path}", response={200: WriteOut, 201: WriteOut, **_WRITE})
+@router.put(_WIKI + "/pages/" + _PATH, response={200: WriteOut, 201: WriteOut, **_WRITE})
 def save_wiki_page(request: HttpRequest, team_id: int, path: str,
                    payload: PageSaveIn) -> Status[WriteResult]:
     """Create (``expected_blob: null``, ``201``) or replace (``200``) a page."""
@@ -125,7 +128,7 @@ def save_wiki_page(request: HttpRequest, team_id: int, path: str,
     return Status(201 if payload.expected_blob is None else 200, result)
 
 
-@router.delete(_WIKI + "/pages/{path:path}", response={200: WriteOut, **_WRITE})
+@router.delete(_WIKI + "/pages/" + _PATH, response={200: WriteOut, **_WRITE})
 def delete_wiki_page(request: HttpRequest, team_id: int, path: str, expected_blob: str,
                      message: str = Query("", max_length=MESSAGE_MAX)) -> WriteResult:
     """Remove a page in a new commit (owners and admins); the answer's ``commit`` is the one
@@ -134,14 +137,14 @@ def delete_wiki_page(request: HttpRequest, team_id: int, path: str, expected_blo
                        expected_blob=expected_blob, message=message)
 
 
-@router.get(_WIKI + "/history/{path:path}", response={200: list[HistoryEntryOut], **_READ})
+@router.get(_WIKI + "/history/" + _PATH, response={200: list[HistoryEntryOut], **_READ})
 def wiki_page_history(request: HttpRequest, team_id: int, path: str,
                       limit: int = Query(50, ge=1, le=HISTORY_MAX)) -> list[HistoryEntry]:
     """The commits that changed the page, newest first, following renames."""
     return page_history(team=_team(request, team_id), path=path, limit=limit)
 
 
-@router.get(_WIKI + "/diff/{path:path}", response={200: DiffOut, **_READ}, by_alias=True)
+@router.get(_WIKI + "/diff/" + _PATH, response={200: DiffOut, **_READ}, by_alias=True)
 def wiki_page_diff(request: HttpRequest, team_id: int, path: str,
                    from_rev: str = Query(..., alias="from"),
                    to_rev: str = Query("HEAD", alias="to")) -> dict[str, str]:
@@ -158,7 +161,7 @@ def search_wiki(request: HttpRequest, team_id: int,
     return page_search(team=_team(request, team_id), query=q, limit=limit)
 
 
-@router.get(_WIKI + "/files/{path:path}", response={200: None, **_READ},
+@router.get(_WIKI + "/files/" + _PATH, response={200: None, **_READ},
             openapi_extra=_FILE_RESPONSE)
 def get_wiki_file(request: HttpRequest, team_id: int, path: str,
                   rev: str = "HEAD") -> HttpResponse:
@@ -177,7 +180,7 @@ def get_wiki_file(request: HttpRequest, team_id: int, path: str,
     return response
 
 
-@router.put(_WIKI + "/files/{path:path}", response={200: WriteOut, 201: WriteOut, **_WRITE},
+@router.put(_WIKI + "/files/" + _PATH, response={200: WriteOut, 201: WriteOut, **_WRITE},
             openapi_extra=_FILE_BODY)
 def save_wiki_file(request: HttpRequest, team_id: int, path: str,
                    expected_blob: str | None = None,

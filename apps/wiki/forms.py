@@ -6,6 +6,8 @@ from __future__ import annotations
 from django import forms
 from django.core.validators import RegexValidator
 
+from apps.wiki.converters import nfc
+
 __all__ = ["DeleteForm", "EditForm", "NewPageForm", "PreviewForm", "RenameForm", "RestoreForm",
            "UploadForm", "normalize_page_path"]
 
@@ -15,9 +17,9 @@ _COMMIT = RegexValidator(r"\A[0-9a-f]{40}\Z", "Not a commit id.")
 
 
 def normalize_page_path(text: str) -> str:
-    """What a person typed as a page's name, as a path: trimmed, no leading or trailing
+    """What a person typed as a page's name, as a path: in NFC, trimmed, no leading or trailing
     ``/``, ``.md`` added when missing (``ops/Runbook`` -> ``ops/Runbook.md``)."""
-    path = "/".join(part.strip() for part in text.strip().strip("/").split("/"))
+    path = "/".join(part.strip() for part in nfc(text).strip().strip("/").split("/"))
     return path if path.endswith(".md") or not path else f"{path}.md"
 
 
@@ -67,7 +69,7 @@ class RenameForm(_Message):
     expected_blob = forms.CharField(validators=[_BLOB], widget=forms.HiddenInput)
 
     def clean_to(self) -> str:
-        to = self.cleaned_data["to"].strip()
+        to = nfc(self.cleaned_data["to"].strip())
         return to if to.startswith("_files/") else normalize_page_path(to)
 
 

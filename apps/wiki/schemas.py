@@ -8,11 +8,13 @@ commits are 40-hex git ids; revisions are a commit id or ``HEAD``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from ninja import Field, Schema
+from pydantic import AfterValidator
 
 from apps.engine.wiki import HistoryEntry
+from apps.wiki.converters import nfc
 
 __all__ = [
     "MESSAGE_MAX",
@@ -101,7 +103,9 @@ class PageSaveIn(Schema):
 
 
 class PageRenameIn(Schema):
-    to: str = Field(description="The new path, with .md.")
+    """``to``: normalized to NFC (a name from macOS arrives decomposed)."""
+
+    to: Annotated[str, AfterValidator(nfc)] = Field(description="The new path, with .md.")
     expected_blob: str
     message: str = Field("", max_length=MESSAGE_MAX)
 

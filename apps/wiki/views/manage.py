@@ -20,6 +20,7 @@ from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
 from apps.engine.wiki import is_attachment
 from apps.wiki import selectors
+from apps.wiki.converters import nfc
 from apps.wiki.forms import DeleteForm, RenameForm, UploadForm
 from apps.wiki.rendering import page_url
 from apps.wiki.services import attachment_save, page_delete, page_rename
@@ -119,7 +120,8 @@ def upload(request: HttpRequest, team_id: int) -> HttpResponse:
     if not form.is_valid():
         return tree_page(request, membership, upload_form=form, status=400)
     upload_file = form.cleaned_data["file"]
-    name = form.cleaned_data["name"] or posixpath.basename(upload_file.name or "")
+    # macOS names files decomposed (NFD); the store takes NFC only.
+    name = nfc(form.cleaned_data["name"] or posixpath.basename(upload_file.name or ""))
     path = f"_files/{name.strip().strip('/')}"
     limit = wiki_limits().attachment_bytes
     if upload_file.size > limit:  # before reading it all into memory

@@ -9,8 +9,10 @@ inline code the CSP would block. (Another team's pages: the isolation matrix in
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from html.parser import HTMLParser
+from urllib.parse import unquote
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -27,6 +29,8 @@ from tests.integration.wiki.conftest import HOME, git
 
 pytestmark = pytest.mark.django_db
 
+CAFE = "Caf\u00e9"  # composed (NFC), as the store keeps names
+CAFE_NFD = unicodedata.normalize("NFD", CAFE)  # "Cafe" + U+0301, as macOS spells file names
 PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
        b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
        b"\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -530,6 +534,25 @@ def test_a_file_over_the_limit_is_refused_with_its_size(signed_in, acme: Team, b
     response = upload(signed_in(bob), acme, "big.png", PNG)
     assert response.status_code == 413
     assert f"{len(PNG)} bytes: attachments may be at most 64" in html(response)
+
+
+def test_names_typed_or_uploaded_in_nfd_are_kept_in_nfc(signed_in, acme: Team,
+                                                        bob: User) -> None:
+    assert CAFE_NFD != CAFE
+    client = signed_in(bob)
+    new = client.get(wiki(acme, "-/new/"), {"path": f"Menus/{CAFE_NFD}"})
+    assert unquote(new["Location"]) == wiki(acme, f"-/edit/Menus/{CAFE}.md")
+    assert save(client, acme, f"Menus/{CAFE_NFD}.md", "# Menu\n").status_code == 302
+    assert upload(client, acme, f"{CAFE_NFD}.png", PNG).status_code == 302
+    assert upload(client, acme, "x.png", PNG, save_as=f"{CAFE_NFD} 2.png").status_code == 302
+    blob = store_for(acme).read(f"Menus/{CAFE}.md").blob
+    renamed = client.post(wiki(acme, f"-/rename/Menus/{CAFE}.md"), {
+        "to": f"{CAFE_NFD}/Menu", "expected_blob": blob})
+    assert renamed.status_code == 302, renamed.content
+    names = git(acme, "ls-tree", "-r", "-z", "--name-only", "main").split("\0")[:-1]
+    assert sorted(names) == sorted([f"{CAFE}/Menu.md", f"_files/{CAFE}.png",
+                                    f"_files/{CAFE} 2.png"])
+    assert client.get(wiki(acme, f"{CAFE_NFD}/Menu.md")).status_code == 200  # a link in NFD
 
 
 def test_a_viewer_cannot_upload(signed_in, acme: Team, carol: User) -> None:

@@ -7,6 +7,7 @@ to offer "undo" (a restore from the commit before it) or to link the change.
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from tests.integration.wiki.conftest import HOME, git
 pytestmark = pytest.mark.django_db
 
 HEX40 = r"[0-9a-f]{40}"
+CAFE = "Caf\u00e9"  # composed (NFC), as the store keeps names
+CAFE_NFD = unicodedata.normalize("NFD", CAFE)  # "Cafe" + U+0301, as macOS spells file names
 
 
 def pages(team) -> str:
@@ -66,6 +69,26 @@ def test_a_cjk_page_name_works_end_to_end(acme, alice, token_client) -> None:
     assert client.get(f"{pages(acme)}/%E6%8C%87%E5%8D%97.md").json()["content"].startswith("# 指南")
     hits = client.get(f"/api/teams/{acme.pk}/wiki/search", {"q": "部署"}).json()
     assert hits == [{"path": "指南.md", "line": 3, "snippet": "部署步骤。"}]
+
+
+def test_paths_in_nfd_are_normalized_to_nfc(acme, alice, token_client) -> None:
+    assert CAFE_NFD != CAFE
+    client = token_client(alice)
+    created = put(client, acme, f"{CAFE_NFD}.md", {"content": "# Menu\n"})
+    assert created.status_code == 201, created.content
+    assert created.json()["path"] == f"{CAFE}.md"
+    assert client.get(f"{pages(acme)}/{CAFE}.md").json()["content"] == "# Menu\n"
+    assert client.get(f"{pages(acme)}/{CAFE_NFD}.md").json()["path"] == f"{CAFE}.md"
+    moved = post(client, f"{pages(acme)}/{CAFE_NFD}.md/rename",
+                 {"to": f"{CAFE_NFD}/Menu.md", "expected_blob": created.json()["blob"]})
+    assert moved.status_code == 200 and moved.json()["path"] == f"{CAFE}/Menu.md"
+    assert [p["path"] for p in client.get(pages(acme), {"prefix": f"{CAFE_NFD}/"}).json()] == [
+        f"{CAFE}/Menu.md"]
+    uploaded = client.put(f"/api/teams/{acme.pk}/wiki/files/_files/{CAFE_NFD}.png", b"png",
+                          content_type="application/octet-stream")
+    assert uploaded.status_code == 201 and uploaded.json()["path"] == f"_files/{CAFE}.png"
+    assert sorted(git(acme, "ls-tree", "-r", "-z", "--name-only", "main").split("\0")[:-1]) == [
+        f"{CAFE}/Menu.md", f"_files/{CAFE}.png"]
 
 
 def test_create_only_of_an_existing_page_is_a_conflict_with_the_current_page(
