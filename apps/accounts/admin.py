@@ -2,8 +2,10 @@
 
 Secrets are never shown: invitation and token hashes are left out of every page, and neither
 can be created here (their raw value would have nowhere to be shown once). Role changes and
-removals made through the team page send ``membership_changed`` like the services do, and the
-team page refuses to leave a team without an owner.
+removals made through the team page send ``membership_changed`` like the services do, revoking
+tokens sends ``credentials_changed`` (as do a password change and a deactivation, from the
+user's save: ``apps.accounts.receivers``), and the team page refuses to leave a team without an
+owner.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from apps.accounts.models import ApiToken, Invitation, Membership, Role, Team, User
-from apps.accounts.signals import send_membership_changed_on_commit
+from apps.accounts.signals import (
+    send_credentials_changed_on_commit,
+    send_membership_changed_on_commit,
+)
 
 
 @admin.register(User)
@@ -111,5 +116,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        owners = set(queryset.filter(revoked=False).values_list("user_id", flat=True))
         count = queryset.update(revoked=True)
+        for user_id in owners:  # their sockets that use these tokens close
+            send_credentials_changed_on_commit(user_id=user_id)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)

@@ -13,21 +13,27 @@ gets ``user`` and ``auth_method``:
 
 Tokens are never read from the query string: URLs end up in logs.
 
+An open socket asks :func:`credentials_hold` whether what signed it in still would, on every
+frame and when ``credentials_changed`` reaches it (``apps.accounts.signals``).
+
 HTTP (Django views, django-ninja): :func:`bearer_user`.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
-from channels.auth import AuthMiddlewareStack
+from channels.auth import AuthMiddlewareStack, get_user
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest
 
 from apps.accounts.models import User
 from apps.accounts.services import aapi_token_authenticate, api_token_authenticate
+from apps.accounts.signals import session_digest
 
-__all__ = ["TokenAuthMiddleware", "bearer_token", "bearer_user"]
+__all__ = ["TokenAuthMiddleware", "bearer_token", "bearer_user", "credentials_hold"]
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -63,6 +69,31 @@ class TokenAuthMiddleware:
         user = await aapi_token_authenticate(bearer_token(authorization))
         scope = {**scope, "user": user or AnonymousUser(), "auth_method": "token"}
         return await self.inner(scope, receive, send)
+
+
+async def credentials_hold(scope: dict[str, Any], *, ended_session: str | None = None) -> bool:
+    """Whether the credentials a socket connected with would still sign it in now, as the
+    same user: its bearer token is live (not revoked, its user active), or its session still
+    exists and verifies — Django's rule: the user is active and the session carries their
+    current session auth hash, which a password change or "sign out everywhere" changes.
+    ``ended_session``: the digest of a session that is signing out (``credentials_changed``
+    comes before Django flushes it); that session's sockets fail at once.
+
+    The same lookups as at connect time: one query for a token, two for a session (as an HTTP
+    request's own authentication). A session that no longer verifies is flushed, as Django
+    does."""
+    user = scope.get("user")
+    if user is None or not user.is_authenticated:
+        return False
+    if scope.get("auth_method") == "token":
+        again = await aapi_token_authenticate(bearer_token(_header(scope, b"authorization")))
+        return again is not None and again.pk == user.pk
+    key = scope["session"].session_key
+    if not key or (ended_session is not None and session_digest(key) == ended_session):
+        return False
+    store = import_module(settings.SESSION_ENGINE).SessionStore(key)  # fresh: not the cache
+    again = await get_user({"session": store})
+    return again.is_authenticated and again.pk == user.pk
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

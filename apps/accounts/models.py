@@ -7,19 +7,36 @@ import hashlib
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
+from django.utils.crypto import salted_hmac
 
 from apps.common.models import TimeStampedModel
 
 
 class User(AbstractUser):
     """A person. Custom from the start, as Django recommends; ``display_name`` is what a room
-    shows (and what the model sees as the author of a message)."""
+    shows (and what the model sees as the author of a message).
+
+    ``session_generation`` is part of the session auth hash (beside the password, as in
+    Django's own hash): "sign out everywhere" counts it up, so every session signed in before
+    stops verifying, exactly as after a password change."""
 
     display_name = models.CharField(max_length=80, blank=True)
+    session_generation = models.PositiveIntegerField(default=0)
 
     @property
     def shown_name(self) -> str:
         return self.display_name or self.get_full_name() or self.username
+
+    def _get_session_auth_hash(self, secret: str | None = None) -> str:
+        """Django's HMAC of the password hash, with the session generation mixed in once it
+        is above 0 (at 0 it is Django's own hash, so sessions from before the field existed
+        still verify). Django's ``get_session_auth_hash`` and its ``SECRET_KEY_FALLBACKS``
+        variant both call this."""
+        if not self.session_generation:
+            return super()._get_session_auth_hash(secret)
+        return salted_hmac("apps.accounts.models.User.get_session_auth_hash",
+                           f"{self.session_generation}:{self.password}", secret=secret,
+                           algorithm="sha256").hexdigest()
 
 
 class Role(models.TextChoices):

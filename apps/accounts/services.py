@@ -8,7 +8,8 @@ Rules every function keeps:
 - a team never loses its last owner (``conflict``): membership writes lock the team row, so two
   owners demoting each other at the same instant cannot both succeed;
 - removing a membership or changing its role sends ``membership_changed`` after commit
-  (``apps.accounts.signals``);
+  (``apps.accounts.signals``), revoking a token or signing out everywhere
+  ``credentials_changed``;
 - secrets (invitation links, API tokens) are random, returned once, stored as SHA-256 only.
 """
 
@@ -20,13 +21,16 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.accounts.models import ApiToken, Invitation, Membership, Role, Team, User, hash_secret
 from apps.accounts.permissions import require_manager, require_member, require_owner_for
-from apps.accounts.signals import send_membership_changed_on_commit
+from apps.accounts.signals import (
+    send_credentials_changed_on_commit,
+    send_membership_changed_on_commit,
+)
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
     "membership_remove",
     "membership_set_role",
     "team_create",
+    "user_sign_out_everywhere",
 ]
 
 TOKEN_PREFIX = "cf_"
@@ -263,6 +268,16 @@ def invitation_revoke(*, team: Team, invitation_id: int, by: User) -> Invitation
     return invitation
 
 
+# -- sessions --------------------------------------------------------------------------------
+def user_sign_out_everywhere(*, user: User) -> None:
+    """End every session of ``user`` (every browser, and their open sockets): the session
+    generation goes up, so no session signed in before verifies any more. API tokens are not
+    sessions: they stay until revoked."""
+    User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
+    user.refresh_from_db(fields=["session_generation"])
+    send_credentials_changed_on_commit(user_id=user.pk)
+
+
 # -- personal API tokens ---------------------------------------------------------------------
 def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """A new token for ``user``; returns the row and the raw token ``cf_<random>`` (shown
@@ -284,6 +299,7 @@ def api_token_revoke(*, user: User, token_id: int) -> ApiToken:
     if not token.revoked:
         token.revoked = True
         token.save(update_fields=["revoked", "updated_at"])
+        send_credentials_changed_on_commit(user_id=user.pk)  # its open sockets close
     return token
 
 

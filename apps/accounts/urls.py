@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from apps.accounts.views import auth, invitations, teams, tokens
+from apps.accounts.views import account, auth, invitations, teams, tokens
 
 app_name = "accounts"
 
@@ -32,6 +32,9 @@ urlpatterns = [
          name="password_reset_confirm"),
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(
         template_name="accounts/password_reset_complete.html"), name="password_reset_complete"),
+    path("accounts/", account.account, name="account"),
+    path("accounts/sign-out-everywhere/", account.sign_out_everywhere,
+         name="sign_out_everywhere"),
     path("accounts/tokens/", tokens.tokens, name="tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("teams/new/", teams.team_new, name="team_new"),

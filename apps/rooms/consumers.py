@@ -20,6 +20,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http.request import validate_host
 
+from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
 from apps.accounts.selectors import amembership_of
 from apps.common.errors import ApplicationError, ErrorCode
@@ -154,6 +155,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except (ValidationError, ValueError) as exc:
             await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)))
             return
+        if not await credentials_hold(self.scope):  # e.g. the password changed since connecting
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
+            return
         membership = await amembership_of(self.scope["user"], self.team_id)
         if membership is None:  # removed from the team since connecting
             await self.close(code=CLOSE_NOT_FOUND)
@@ -210,6 +214,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         """The person's membership changed: close the socket if it is gone."""
         if message["team_id"] == self.team_id and message.get("role") is None:
             await self.close(code=CLOSE_NOT_FOUND)
+
+    async def credentials_changed(self, message: dict[str, Any]) -> None:
+        """The person's credentials changed: close if this socket's no longer sign it in."""
+        if not await credentials_hold(self.scope, ended_session=message["ended_session"]):
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
 
     # -- presence (ephemeral: no seq, not in the log) ----------------------------------------
     async def _announce(self) -> None:

@@ -9,9 +9,11 @@ a page that (re)connects notices a change it missed while it was away.
 
 The rules of the conversation socket (DESIGN 3.4, 4): accept, then close 4401 when not signed
 in (or a cookie session from a foreign Origin) and 4404 for anyone who is not a member of the
-team — exactly the answer for a team that does not exist. The membership is checked again
-before every event is forwarded, and a member who is removed has the socket closed (the
-``member.changed`` message on their user group). The socket sends; it reads no frames.
+team — exactly the answer for a team that does not exist. The credentials and the membership
+are checked again before every event is forwarded; a member who is removed has the socket
+closed with 4404 (the ``member.changed`` message on their user group), a person whose
+credentials end (a password change, signing out...) with 4401 (``credentials.changed``). The
+socket sends; it reads no frames.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http.request import validate_host
 
+from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Team
 from apps.accounts.selectors import amembership_of
 from apps.common.errors import ApplicationError, ErrorCode
@@ -98,6 +101,9 @@ class WikiConsumer(AsyncJsonWebsocketConsumer):
     async def wiki_changed(self, message: dict[str, Any]) -> None:
         if not self.joined:
             return
+        if not await credentials_hold(self.scope):  # e.g. the password changed since connecting
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
+            return
         membership = await amembership_of(self.scope["user"], self.team_id)
         if membership is None:  # removed from the team since connecting
             await self.close(code=CLOSE_NOT_FOUND)
@@ -109,6 +115,11 @@ class WikiConsumer(AsyncJsonWebsocketConsumer):
         """The person's membership changed: close the socket if it is gone."""
         if message["team_id"] == self.team_id and message.get("role") is None:
             await self.close(code=CLOSE_NOT_FOUND)
+
+    async def credentials_changed(self, message: dict[str, Any]) -> None:
+        """The person's credentials changed: close if this socket's no longer sign it in."""
+        if not await credentials_hold(self.scope, ended_session=message["ended_session"]):
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:

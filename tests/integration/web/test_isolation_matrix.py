@@ -73,6 +73,10 @@ MATRIX = [
     Row("accounts:password_reset_done", "GET", OPEN),
     Row("accounts:password_reset_confirm", "GET", OPEN, ("uidb64", "reset_token")),
     Row("accounts:password_reset_complete", "GET", OPEN),
+    Row("accounts:account", "GET", SIGNED_IN),
+    Row("accounts:account", "POST", SIGNED_IN, data={  # a wrong old password: the form again
+        "old_password": "wrong", "new_password1": "x-9", "new_password2": "x-9"}),
+    Row("accounts:sign_out_everywhere", "POST", MOVED),
     Row("accounts:tokens", "GET", SIGNED_IN),
     Row("accounts:tokens", "POST", SIGNED_IN, data={"name": "laptop"}),
     Row("accounts:token_revoke", "POST", (302, 404, 404, 404, 302), ("token_id",)),
