@@ -234,6 +234,12 @@ CONFAB = {
     "LOGIN_FAILURES": env_int("CONFAB_LOGIN_FAILURES", 5),
     "LOGIN_ADDRESS_FAILURES": env_int("CONFAB_LOGIN_ADDRESS_FAILURES", 50),
     "LOGIN_WINDOW_S": env_int("CONFAB_LOGIN_WINDOW_S", 900),
+    # Sign-up and password reset: attempts allowed per email address and per client (address)
+    # in that same window; past either, the form refuses (429) and does nothing.
+    "SIGNUP_ATTEMPTS": env_int("CONFAB_SIGNUP_ATTEMPTS", 5),
+    "SIGNUP_CLIENT_ATTEMPTS": env_int("CONFAB_SIGNUP_CLIENT_ATTEMPTS", 20),
+    "PASSWORD_RESET_ATTEMPTS": env_int("CONFAB_PASSWORD_RESET_ATTEMPTS", 5),
+    "PASSWORD_RESET_CLIENT_ATTEMPTS": env_int("CONFAB_PASSWORD_RESET_CLIENT_ATTEMPTS", 20),
     # The team wiki (sizes in bytes): a page, an attachment, everything at main together.
     "WIKI_PAGE_BYTES": env_int("CONFAB_WIKI_PAGE_BYTES", 512 * 1024),
     "WIKI_ATTACHMENT_BYTES": env_int("CONFAB_WIKI_ATTACHMENT_BYTES", 10 * 1024 * 1024),

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django import forms
-from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm, UserCreationForm
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 
 from apps.accounts.models import ApiToken, Role, Team, User
-from apps.accounts.throttle import login_locked
+from apps.accounts.throttle import THROTTLED, attempt_allowed, login_locked
 
 __all__ = ["InvitationForm", "RoleForm", "SignupForm", "TeamForm", "ThrottledLoginForm",
-           "TokenForm"]
+           "ThrottledPasswordResetForm", "TokenForm"]
+
+
+def _throttle(form: forms.Form, request: HttpRequest | None,
+              action: Literal["signup", "password_reset"], message: str) -> None:
+    """Count this submission of ``form``; refuse it (code ``throttled``) past the limit."""
+    email = str(form.data.get("email", ""))
+    if request is not None and not attempt_allowed(request, action, email):
+        raise ValidationError(f"{message} {THROTTLED}", code="throttled")
 
 
 class SignupForm(UserCreationForm):
-    """Username, display name, email and the password twice (Django's validators)."""
+    """Username, display name, email and the password twice (Django's validators); throttled
+    per email address and per client (``apps.accounts.throttle``)."""
 
     invite = forms.CharField(required=False, widget=forms.HiddenInput)
 
@@ -24,10 +34,31 @@ class SignupForm(UserCreationForm):
         model = User
         fields = ("username", "display_name", "email")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.request = request
         self.fields["email"].required = True
         self.fields["display_name"].help_text = "How the room shows you (optional)."
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse at once past the throttle's limit; else Django's checks."""
+        _throttle(self, self.request, "signup", "Too many sign-ups from here or for this "
+                                                "address.")
+        return super().clean()
+
+
+class ThrottledPasswordResetForm(PasswordResetForm):
+    """Django's reset form (the same answer whether the address has an account), throttled
+    per email address and per client: past the limit it sends no mail."""
+
+    def __init__(self, *args: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.request = request
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse at once past the throttle's limit."""
+        _throttle(self, self.request, "password_reset", "Too many password reset requests.")
+        return super().clean()
 
 
 class ThrottledLoginForm(AuthenticationForm):
@@ -38,7 +69,7 @@ class ThrottledLoginForm(AuthenticationForm):
 
     error_messages = {
         **AuthenticationForm.error_messages,
-        "throttled": "Too many failed sign-ins. Wait a few minutes and try again.",
+        "throttled": f"Too many failed sign-ins. {THROTTLED}",
     }
 
     def clean(self) -> dict[str, Any]:

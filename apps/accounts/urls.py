@@ -9,7 +9,7 @@ from apps.accounts.views import account, auth, invitations, teams, tokens
 
 app_name = "accounts"
 
-_password_reset = auth_views.PasswordResetView.as_view(
+_password_reset = auth.PasswordResetView.as_view(
     template_name="accounts/password_reset_form.html",
     email_template_name="accounts/password_reset_email.txt",
     subject_template_name="accounts/password_reset_subject.txt",
