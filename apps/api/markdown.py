@@ -2,26 +2,35 @@
 
 Who said what and when; thinking in a collapsed, quoted ``<details>`` block; tool calls, tool
 results and provider-run tool blocks as fenced code; token usage under each answer; the runs and
-the agent's changes to the team wiki at the end. Rendered one message at a time from the same
-records as the JSON export, so it streams in constant memory too. Opaque artefacts (thinking
-signatures, image data) are left to the JSON.
+the agent's changes to the team wiki at the end. Raw HTML that people, the model or tools wrote
+is shown as text, never passed to the viewer (:mod:`apps.api.raw_html`; names and ids are
+escaped or in code spans), and their code stays as written. Rendered one message at a time from
+the same records as the JSON export, so it streams in constant memory too. Opaque artefacts
+(thinking signatures, image data) are left to the JSON.
 """
 
 from __future__ import annotations
 
-import html
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from itertools import groupby
 from typing import Any
 
+from apps.api.raw_html import escape_raw_html
 from apps.api.transcript import message_records, run_records, wiki_change_records
 from apps.rooms.models import Conversation
 
-__all__ = ["transcript_markdown"]
+__all__ = ["RENDER_BATCH", "transcript_markdown"]
+
+RENDER_BATCH = 100
+"""Messages rendered per trip to a worker thread: showing raw HTML as text parses the Markdown
+(a millisecond or more for a message with code), which must not hold the event loop."""
 
 _BACKTICKS = re.compile(r"`+")
+_LINE_BREAKS = re.compile(r"[\r\n]+")
 _INLINE_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
 _ROLE_TITLES = {"assistant": "Assistant", "tool": "Tool results", "system": "System"}
 _USAGE_LABELS = (
@@ -38,8 +47,8 @@ async def transcript_markdown(conversation: Conversation,
     """The Markdown document, piece by piece; ``header`` is
     :func:`apps.api.transcript.conversation_record` of ``conversation``."""
     yield _heading(header)
-    async for message in message_records(conversation):
-        yield _message(message)
+    async for batch in _batched(message_records(conversation), RENDER_BATCH):
+        yield await asyncio.to_thread(lambda batch=batch: "".join(map(_message, batch)))
     first = True
     async for run in run_records(conversation):
         if first:
@@ -54,13 +63,28 @@ async def transcript_markdown(conversation: Conversation,
         yield _wiki_change(change)
 
 
+async def _batched(items: AsyncIterator[dict[str, Any]], size: int
+                   ) -> AsyncIterator[list[dict[str, Any]]]:
+    """``items`` in lists of up to ``size``."""
+    batch: list[dict[str, Any]] = []
+    async for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def _escape(text: str) -> str:
     """``text`` safe inside a Markdown line (names, titles)."""
     return _INLINE_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 def _code(text: str) -> str:
-    """``text`` as an inline code span, whatever backticks it holds."""
+    """``text`` as an inline code span, whatever backticks it holds, on one line (a viewer
+    shows a line break in a span as a space anyway, and a blank line would end the span)."""
+    text = _LINE_BREAKS.sub(" ", text)
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     ticks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -96,7 +120,13 @@ def _message(message: dict[str, Any]) -> str:
     parts = [_message_heading(message)]
     if message["reasoning_content"]:
         parts.append(_thinking(message["reasoning_content"]))
-    parts.extend(_block(block) for block in message["content"])
+    # Adjacent text blocks are escaped as one text: alone, the second could start with an
+    # indented block that, after the first's list, would be read as the list's paragraph.
+    for is_text, blocks in groupby(message["content"], key=lambda b: b.get("type") == "text"):
+        if is_text:
+            parts.append(escape_raw_html("\n\n".join(block["text"] for block in blocks)))
+        else:
+            parts.extend(_block(block) for block in blocks)
     usage = _usage(message["usage"] or {})
     if usage:
         parts.append(usage)
@@ -119,15 +149,12 @@ def _message_heading(message: dict[str, Any]) -> str:
 
 
 def _thinking(text: str, title: str = "Thinking") -> str:
-    quoted = "\n".join(f"> {html.escape(line, quote=False)}".rstrip()
-                       for line in text.splitlines() or [""])
+    quoted = "\n".join(f"> {line}".rstrip() for line in escape_raw_html(text).split("\n"))
     return f"<details>\n<summary>{title}</summary>\n\n{quoted}\n\n</details>"
 
 
 def _block(block: dict[str, Any]) -> str:
     kind = block.get("type")
-    if kind == "text":
-        return block["text"]
     if kind == "thinking":
         return _thinking(block["thinking"])
     if kind == "redacted_thinking":

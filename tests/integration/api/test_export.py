@@ -143,7 +143,7 @@ def test_markdown_thinking_cannot_break_out_of_its_block(token_client, alice, co
     _store(conversation, EngineMessage(role="assistant", content=[
         ThinkingBlock(thinking="</details><script>x</script>")]), position=1)
     text = body(_export(token_client(alice), conversation, "md"))
-    assert "> &lt;/details&gt;&lt;script&gt;x&lt;/script&gt;" in text
+    assert "> &lt;/details>&lt;script>x&lt;/script>" in text
     assert text.count("</details>") == 1
 
 
