@@ -17,6 +17,7 @@ from apps.rooms.routing import RUN_CHANNEL, run_worker, websocket_application  #
 
 # Static files (CSS, the room's ES modules) are served by the app itself unless a deployment
 # serves collectstatic's output in front of it (CONFAB_SERVE_STATIC=0): one process is enough.
+# The handler serves them with DEBUG off too (it calls staticfiles' serve with insecure=True).
 http_application = ASGIStaticFilesHandler(django_asgi) if settings.CONFAB["SERVE_STATIC"] \
     else django_asgi
 

@@ -59,7 +59,9 @@ CONFAB_FERNET_KEYS = env_list("CONFAB_FERNET_KEYS") or [
     _secret("CONFAB_FERNET_KEYS", "fernet_key", "fernet")
 ]
 
-DEBUG = env_bool("DJANGO_DEBUG", not PRODUCTION)
+# Off unless asked for (DJANGO_DEBUG=1), also in development and `make demo`: Django's debug
+# pages show settings and every URL pattern. Static files do not need it (config/asgi.py).
+DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
