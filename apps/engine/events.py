@@ -17,6 +17,7 @@ Runtime level (second half of this module): what one agent run reports to its ho
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -397,10 +398,11 @@ class UsageUpdated(_RuntimeEvent):
 
 
 class CompactionStarted(_RuntimeEvent):
-    """Older turns are being summarized; ``reason``: "auto" (threshold) or "reactive"."""
+    """Older turns are being summarized; ``reason``: "auto" (threshold), "reactive" (the
+    provider said the prompt is too long) or "manual" (a member asked: "compact now")."""
 
     kind: Literal["compaction_started"] = "compaction_started"
-    reason: Literal["auto", "reactive"]
+    reason: Literal["auto", "reactive", "manual"]
     tokens_before: int
 
 
@@ -408,7 +410,7 @@ class Compacted(_RuntimeEvent):
     """Compaction replaced ``messages_removed`` messages with a summary."""
 
     kind: Literal["compacted"] = "compacted"
-    reason: Literal["auto", "reactive"]
+    reason: Literal["auto", "reactive", "manual"]
     messages_removed: int
     tokens_before: int
     tokens_after: int
@@ -416,11 +418,14 @@ class Compacted(_RuntimeEvent):
 
 
 class CompactionFailed(_RuntimeEvent):
-    """Compaction failed (``consecutive_failures`` so far; at 3 it stops trying)."""
+    """Compaction failed (``consecutive_failures`` so far). From the third on, automatic and
+    reactive compaction pause until ``paused_until`` (then try again); None: not paused. A
+    manual compaction is always tried."""
 
     kind: Literal["compaction_failed"] = "compaction_failed"
     message: str
     consecutive_failures: int
+    paused_until: datetime | None = None
 
 
 class RetryingEvent(_RuntimeEvent):

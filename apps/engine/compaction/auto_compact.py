@@ -6,6 +6,10 @@ verbatim, so the active tool loop keeps its reasoning artefacts (Anthropic needs
 block of the assistant turn whose tool results it is sent). The summary is asked for over a
 plain-text transcript, so the summarizing request carries no tool blocks or artefacts that a
 provider could reject.
+
+After :data:`MAX_FAILURES` consecutive failures automatic and reactive compaction pause for a
+cooldown (:class:`CompactionState`), then try again; a member's "compact now" tries at any time
+(DESIGN 2.6: a cooldown with a visible notice, never for good).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from apps.engine.compaction.tokens import compaction_threshold, estimate_message
 from apps.engine.errors import EngineError, ProviderError
@@ -29,9 +34,12 @@ from apps.engine.messages import (
 )
 from apps.engine.providers.base import AiProvider
 
-__all__ = ["CompactionError", "CompactionResult", "CompactionState", "Compactor", "split_point"]
+__all__ = ["COOLDOWN_S", "MAX_FAILURES", "CompactionError", "CompactionResult",
+           "CompactionState", "Compactor", "split_point"]
 
 MAX_FAILURES = 3
+COOLDOWN_S = 600.0
+"""How long (seconds) automatic compaction pauses after :data:`MAX_FAILURES` failures."""
 SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]\n\n"
 SUMMARY_SYSTEM = (
     "You summarize a conversation between people and an AI agent so the agent can continue it "
@@ -48,13 +56,28 @@ class CompactionError(EngineError):
 
 @dataclass(slots=True)
 class CompactionState:
-    """Per-conversation breaker: after ``MAX_FAILURES`` consecutive failures, stop trying."""
+    """Per-conversation breaker. ``consecutive_failures`` counts failures since the last
+    success; from the :data:`MAX_FAILURES`-th on, each one pauses automatic compaction until
+    ``paused_until`` (an aware datetime). Once that has passed the next attempt is made: a
+    success closes the breaker, a failure pauses it again. The host keeps both fields with the
+    conversation."""
 
     consecutive_failures: int = 0
+    paused_until: datetime | None = None
 
-    @property
-    def disabled(self) -> bool:
-        return self.consecutive_failures >= MAX_FAILURES
+    def paused(self, now: datetime) -> bool:
+        """Whether automatic (and reactive) compaction waits at ``now``."""
+        return self.paused_until is not None and now < self.paused_until
+
+    def failed(self, now: datetime, cooldown_s: float) -> None:
+        """Count a failure at ``now``; at the limit, pause for ``cooldown_s`` seconds."""
+        self.consecutive_failures += 1
+        if self.consecutive_failures >= MAX_FAILURES:
+            self.paused_until = now + timedelta(seconds=cooldown_s)
+
+    def succeeded(self) -> None:
+        """A compaction worked: the breaker closes."""
+        self.consecutive_failures, self.paused_until = 0, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,34 +155,44 @@ class Compactor:
     """Summarizes older history through ``provider`` with ``model``.
 
     ``threshold`` follows DESIGN 2.6 from ``context_window`` and ``max_output``; the kept tail
-    aims at ``keep_ratio`` of it. ``state`` is the conversation's failure breaker; ``notes``
-    (e.g. ``SessionMemory.read``) adds the session notes to each summary.
+    aims at ``keep_ratio`` of it. ``state`` is the conversation's failure breaker, which pauses
+    for ``cooldown_s`` seconds after :data:`MAX_FAILURES` failures; ``clock`` gives the time
+    (aware datetimes; injectable for tests). ``notes`` (e.g. ``SessionMemory.read``) adds the
+    session notes to each summary.
     """
 
     def __init__(self, provider: AiProvider, model: str, *, context_window: int | None,
                  max_output: int | None, state: CompactionState | None = None,
-                 keep_ratio: float = 0.25, notes: Callable[[], str | None] | None = None
-                 ) -> None:
+                 keep_ratio: float = 0.25, notes: Callable[[], str | None] | None = None,
+                 cooldown_s: float = COOLDOWN_S,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.provider = provider
         self.notes = notes  # session memory: its notes ride along in the summary
         self.model = model
         self.threshold = compaction_threshold(context_window, max_output)
         self.state = state or CompactionState()
+        self.cooldown_s = cooldown_s
+        self.clock = clock
         self._keep_tokens = int(self.threshold * keep_ratio)
+
+    def paused(self) -> bool:
+        """Whether the breaker holds automatic and reactive compaction now."""
+        return self.state.paused(self.clock())
 
     def due(self, tokens: int) -> bool:
         """Whether ``tokens`` of history call for automatic compaction."""
-        return not self.state.disabled and tokens >= self.threshold
+        return not self.paused() and tokens >= self.threshold
 
     async def compact(self, history: list[Message]) -> CompactionResult:
-        """Summarize the older part of ``history``; raises CompactionError (and counts the
-        failure) when there is nothing to cut or the summary call fails."""
+        """Summarize the older part of ``history`` (whatever the breaker says: callers ask
+        :meth:`due` or :meth:`paused` first); raises CompactionError, and counts the failure,
+        when there is nothing to cut or the summary call fails."""
         try:
             result = await self._compact(history)
         except (CompactionError, ProviderError) as exc:
-            self.state.consecutive_failures += 1
+            self.state.failed(self.clock(), self.cooldown_s)
             raise CompactionError(str(exc)) from exc
-        self.state.consecutive_failures = 0
+        self.state.succeeded()
         return result
 
     async def _compact(self, history: list[Message]) -> CompactionResult:

@@ -136,11 +136,15 @@ class AgentRunner:
         self._view = ModelView()
 
     # -- the public surface ---------------------------------------------------------------
-    async def events(self) -> AsyncIterator[RuntimeEvent]:
-        """Run, yielding every runtime event until ``run_ended``. Call once."""
+    async def events(self, *, compact_only: bool = False) -> AsyncIterator[RuntimeEvent]:
+        """Run, yielding every runtime event until ``run_ended``. Call once.
+
+        ``compact_only``: no model turn, only a compaction of the history ("compact now": reason
+        "manual", tried whatever the breaker says); the run ends ``completed``, or ``failed``
+        with error kind ``compaction_failed``."""
         if self._task is not None:
             raise RuntimeError("AgentRunner.events() may be called once")
-        self._task = asyncio.create_task(self._main(), name=f"run:{self.run_id}")
+        self._task = asyncio.create_task(self._main(compact_only), name=f"run:{self.run_id}")
         try:
             while (item := await self._queue.get()) is not _DONE:
                 yield item  # type: ignore[misc]
@@ -158,9 +162,9 @@ class AgentRunner:
         if self._running and self._task is not None and not self._task.done():
             self._task.cancel()
 
-    async def run(self) -> list[RuntimeEvent]:
+    async def run(self, *, compact_only: bool = False) -> list[RuntimeEvent]:
         """Run to the end and return every event (for tests and one-shot callers)."""
-        return [event async for event in self.events()]
+        return [event async for event in self.events(compact_only=compact_only)]
 
     def subagent(self, prompt: str) -> AgentRunner:
         """A sub-agent for Task: same provider, workspace, mounts and ports (the wiki's among
@@ -183,14 +187,17 @@ class AgentRunner:
         elif isinstance(event, ToolResultEvent):
             await self.hooks.tool_end(event.call_id, event.result)
 
-    async def _main(self) -> None:
+    async def _main(self, compact_only: bool) -> None:
         error_kind: str | None = None
         self._running = True
         try:
             await self.emit(RunStarted(run_id=self.run_id, model=self.config.model))
             if self._cancel_requested:
                 raise asyncio.CancelledError  # stopped before it began
-            self.status, error_kind = await self._loop()
+            if compact_only:
+                self.status, error_kind = await self._compact_now()
+            else:
+                self.status, error_kind = await self._loop()
         except asyncio.CancelledError:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             await self._close_cancelled()
@@ -260,7 +267,7 @@ class AgentRunner:
     def _can_retry_reactively(self, error: ProviderError, step: StepRun, done: bool) -> bool:
         return (error.kind is ErrorKind.CONTEXT_LENGTH_EXCEEDED and not done
                 and not step.started and self.compactor is not None
-                and not self.compactor.state.disabled)
+                and not self.compactor.paused())
 
     def _executor(self) -> StreamingToolExecutor:
         return StreamingToolExecutor(self.tools, make_context=self._tool_context,
@@ -309,19 +316,30 @@ class AgentRunner:
         await self.emit(MessagesInjected(messages=messages))
         return True
 
+    async def _compact_now(self) -> tuple[RunStatus, str | None]:
+        """One manual compaction ("compact now"): the breaker does not hold it."""
+        if self.compactor is None:
+            await self.emit(ErrorEvent(error_kind="compaction_failed",
+                                       message="This run has no compactor."))
+        elif await self._compact("manual"):
+            return "completed", None
+        return "failed", "compaction_failed"
+
     async def _maybe_compact(self) -> None:
         if self.compactor is not None and self.compactor.due(self.context_tokens()):
             await self._compact("auto")
 
-    async def _compact(self, reason: Literal["auto", "reactive"]) -> bool:
+    async def _compact(self, reason: Literal["auto", "reactive", "manual"]) -> bool:
         assert self.compactor is not None
         before = self.context_tokens()
         await self.emit(CompactionStarted(reason=reason, tokens_before=before))
         try:
             result = await self.compactor.compact(self.history)
         except CompactionError as exc:
+            state = self.compactor.state
             await self.emit(CompactionFailed(
-                message=str(exc), consecutive_failures=self.compactor.state.consecutive_failures))
+                message=str(exc), consecutive_failures=state.consecutive_failures,
+                paused_until=state.paused_until if self.compactor.paused() else None))
             return False
         self.history[:] = result.history
         self._anchor = None
