@@ -223,6 +223,9 @@ CONFAB = {
     "CLAIM_TIMEOUT_S": env_float("CONFAB_CLAIM_TIMEOUT_S", 20.0),
     "MAX_DISPATCHES": env_int("CONFAB_MAX_DISPATCHES", 3),
     "MAX_ITERATIONS": env_int("CONFAB_MAX_ITERATIONS", 50),
+    # After 3 failed compactions in a row, automatic compaction waits this long (s) before it
+    # tries again; a member's "compact now" does not wait.
+    "COMPACTION_COOLDOWN_S": env_float("CONFAB_COMPACTION_COOLDOWN_S", 600.0),
     # Streaming to the room: deltas are coalesced before the channel layer.
     "COALESCE_MS": env_float("CONFAB_COALESCE_MS", 50.0),
     "COALESCE_BYTES": env_int("CONFAB_COALESCE_BYTES", 2048),

@@ -7,6 +7,7 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "stop"}``: stop the active run;
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny"}``;
 - ``{"type": "answer", "question_id", "text"}``: answer an AskUser question;
+- ``{"type": "compact"}``: compact the conversation now (when no run is active);
 - ``{"type": "typing"}``.
 
 Server -> client frames are built by :mod:`apps.realtime.server_frames`.
@@ -22,6 +23,7 @@ __all__ = [
     "CLIENT_FRAME",
     "AnswerFrame",
     "ClientFrame",
+    "CompactFrame",
     "DecideFrame",
     "SendFrame",
     "StopFrame",
@@ -69,16 +71,20 @@ class AnswerFrame(_Frame):
     _text = field_validator("text")(_not_blank)
 
 
+class CompactFrame(_Frame):
+    type: Literal["compact"]
+
+
 class TypingFrame(_Frame):
     type: Literal["typing"]
 
 
 ClientFrame = Annotated[
-    SendFrame | StopFrame | DecideFrame | AnswerFrame | TypingFrame,
+    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | TypingFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
-WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame)
+WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, CompactFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

@@ -27,6 +27,7 @@ from apps.common.errors import ApplicationError, ErrorCode
 from apps.realtime.frames import (
     WRITE_FRAMES,
     AnswerFrame,
+    CompactFrame,
     DecideFrame,
     SendFrame,
     StopFrame,
@@ -39,7 +40,7 @@ from apps.realtime.groups import conversation_group, user_group
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after
 from apps.rooms.services.messages import message_post
-from apps.rooms.services.runs import run_answer, run_decide, run_stop
+from apps.rooms.services.runs import run_answer, run_compact, run_decide, run_stop
 from apps.rooms.state import conversation_state
 from apps.rooms.sweeper import ensure_sweeper
 
@@ -193,6 +194,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await database_sync_to_async(run_answer)(
                     conversation=conversation, membership=membership, question_id=question_id,
                     text=text)
+            case CompactFrame():
+                await database_sync_to_async(run_compact)(conversation=conversation,
+                                                          membership=membership)
             case TypingFrame():
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})

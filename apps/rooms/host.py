@@ -3,7 +3,8 @@
 The host loads what the run needs (history, team policy, model, MCP servers, the team wiki: its
 port for the wiki tools, its read-only ``wiki/`` mount and the system prompt's wiki section,
 :mod:`apps.rooms.wiki`), connects the team's MCP servers (their tools join the run's registry;
-one that fails is a ``warning`` event and the run goes on), runs the agent, feeds every runtime
+one that fails is a ``warning`` event and the run goes on), runs the agent (or, for a
+``compact`` run, only compacts the history: no model turn, no MCP servers), feeds every runtime
 event to the projector (a sub-agent's ``wiki_changed`` is lifted to the top level), beats the
 heartbeat, and ends the run in the database. Stop, decisions and answers arrive from the worker
 consumer (the run's group) and are delivered here.
@@ -40,7 +41,7 @@ from apps.integrations.builders import (
     run_settings,
 )
 from apps.integrations.mcp_builders import mcp_specs
-from apps.rooms.models import Conversation, Run, RunStatus
+from apps.rooms.models import Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
 from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
@@ -154,7 +155,8 @@ class RunHost:
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
         Run.objects.filter(pk=run.pk).update(model=params["model"])
         mcp_problems: list[str] = []
-        mcp_servers = mcp_specs(conversation.room.team, problems=mcp_problems)
+        mcp_servers = (mcp_specs(conversation.room.team, problems=mcp_problems)
+                       if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
                       config=config, provider=provider_settings(model.provider),
@@ -183,7 +185,8 @@ class RunHost:
                               coalesce_bytes=conf["COALESCE_BYTES"])
         self.approvals = RoomApprovals(setup.policy, conf["APPROVAL_TIMEOUT_S"])
         workspace = await database_sync_to_async(ensure_workspace)(conversation)
-        compaction = CompactionState(consecutive_failures=conversation.compaction_failures)
+        compaction = CompactionState(consecutive_failures=conversation.compaction_failures,
+                                     paused_until=conversation.compaction_paused_until)
         memory = SessionMemory(provider, setup.model, workspace,
                                state=SessionMemoryState(extracted_upto=conversation.memory_upto))
         tools = default_tools()  # the MCP manager adds the team's MCP tools to it
@@ -197,7 +200,7 @@ class RunHost:
                                 sandbox=conf["SANDBOX"], ask_timeout_s=conf["ASK_TIMEOUT_S"]),
             compactor=Compactor(provider, setup.model, context_window=setup.context_window,
                                 max_output=setup.max_output, state=compaction,
-                                notes=memory.read),
+                                notes=memory.read, cooldown_s=conf["COMPACTION_COOLDOWN_S"]),
             hooks=memory, services={WIKI_SERVICE: wiki},
             mounts=wiki_mounts(lambda: wiki.store))
         if self._stop_requested:
@@ -211,7 +214,8 @@ class RunHost:
                 await servers.enter_async_context(mcp)
                 for problem in setup.mcp_problems:
                     await projector.handle(WarningEvent(message=problem))
-            return await self._drive(runner, projector)
+            return await self._drive(runner, projector,
+                                     compact_only=setup.run.purpose == RunPurpose.COMPACT)
 
     @asynccontextmanager
     async def _beating(self) -> AsyncIterator[None]:
@@ -223,13 +227,13 @@ class RunHost:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
 
-    async def _drive(self, runner: AgentRunner, projector: Projector
+    async def _drive(self, runner: AgentRunner, projector: Projector, *, compact_only: bool
                      ) -> tuple[RunStatus, str, str]:
         background = [asyncio.create_task(self._beat()),
                       asyncio.create_task(self._tick(projector))]
         error_kind, error_message = "", ""
         try:
-            async for event in runner.events():
+            async for event in runner.events(compact_only=compact_only):
                 if isinstance(event, ErrorEvent):
                     error_kind, error_message = event.error_kind, event.message
                 if isinstance(event, RunEnded):
@@ -275,6 +279,7 @@ class RunHost:
             if self._compaction is not None and self._memory is not None:
                 Conversation.objects.filter(pk=setup.conversation.pk).update(
                     compaction_failures=self._compaction.consecutive_failures,
+                    compaction_paused_until=self._compaction.paused_until,
                     memory_upto=self._memory.state.extracted_upto)
             event_append(setup.conversation.pk, "run_ended", payload, run_id=self.run_id)
             run_finish(self.run_id, status, error_kind=error_kind, error_message=error_message)

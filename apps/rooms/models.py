@@ -27,8 +27,9 @@ class Conversation(TimeStampedModel):
     """One transcript with at most one active run.
 
     ``last_seq``: the last event number allocated; allocation happens under a row lock, so
-    two writers never get the same number and none is skipped. ``compaction_failures`` is the
-    compaction breaker (DESIGN 2.6); ``memory_upto`` how far the session notes go.
+    two writers never get the same number and none is skipped. ``compaction_failures`` and
+    ``compaction_paused_until`` are the compaction breaker (DESIGN 2.6: after three failures in
+    a row automatic compaction waits until then); ``memory_upto`` how far the session notes go.
     """
 
     room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="conversations")
@@ -37,7 +38,8 @@ class Conversation(TimeStampedModel):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     last_seq = models.BigIntegerField(default=0)
-    compaction_failures = models.PositiveSmallIntegerField(default=0)
+    compaction_failures = models.PositiveIntegerField(default=0)  # keeps counting past 3
+    compaction_paused_until = models.DateTimeField(null=True, blank=True)
     memory_upto = models.PositiveIntegerField(default=0)
 
     @property
@@ -110,16 +112,24 @@ class RunStatus(models.TextChoices):
     INTERRUPTED = "interrupted", "Interrupted"
 
 
+class RunPurpose(models.TextChoices):
+    REPLY = "reply", "Reply (the agent's turn)"
+    COMPACT = "compact", "Compact the conversation (a member's \u201ccompact now\u201d)"
+
+
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL,
                        RunStatus.AWAITING_INPUT)
 
 
 class Run(TimeStampedModel):
     """One agent run. At most one active run per conversation: a partial unique constraint,
-    so two messages arriving at two server processes at once cannot start two runs."""
+    so two messages arriving at two server processes at once cannot start two runs.
+    ``purpose``: the agent's turn, or only a compaction of the history ("compact now")."""
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    purpose = models.CharField(max_length=10, choices=RunPurpose.choices,
+                               default=RunPurpose.REPLY)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     stopped_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,

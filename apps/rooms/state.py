@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from apps.accounts.models import Membership
 from apps.rooms.models import Conversation, ConversationEvent, Message, Run
@@ -34,7 +35,7 @@ def run_json(run: Run) -> dict[str, Any]:
 
 def conversation_state(conversation_id: int, membership: Membership) -> dict[str, Any]:
     """``{"type": "state", "seq", "conversation", "you", "messages", "run", "waiting",
-    "todos", "wiki_changes"}`` — see docs/protocol.md."""
+    "todos", "wiki_changes", "compaction"}`` — see docs/protocol.md."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -58,6 +59,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "waiting": waiting_for(run),
             "todos": _todos(conversation_id),
             "wiki_changes": _wiki_changes(conversation_id),
+            "compaction": _compaction(conversation),
         }
 
 
@@ -66,6 +68,14 @@ def _in_order(messages: list[Message]) -> list[Message]:
     placed = [m for m in messages if m.position is not None]
     rest = [m for m in messages if m.position is None]
     return placed + rest
+
+
+def _compaction(conversation: Conversation) -> dict[str, Any]:
+    """The breaker (DESIGN 2.6): ``failures`` in a row, and ``paused_until`` (ISO 8601) while
+    automatic compaction waits after three, else None."""
+    until = conversation.compaction_paused_until
+    return {"failures": conversation.compaction_failures,
+            "paused_until": until.isoformat() if until and until > timezone.now() else None}
 
 
 def _todos(conversation_id: int) -> list[dict[str, str]]:

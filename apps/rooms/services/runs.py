@@ -27,6 +27,7 @@ from apps.rooms.models import (
     Message,
     MessageStatus,
     Run,
+    RunPurpose,
     RunStatus,
     ToolDecision,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "active_run",
     "run_answer",
     "run_claim",
+    "run_compact",
     "run_decide",
     "run_dispatch_on_commit",
     "run_finish",
@@ -115,6 +117,28 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
             run_finish(run.pk, RunStatus.CANCELLED)
         else:
             group_send_on_commit(run_group(run.pk), {"type": "run.stop", "run_id": run.pk})
+    return run
+
+
+def run_compact(*, conversation: Conversation, membership: Membership) -> Run:
+    """"Compact now": start a run that only compacts the conversation's history, at once and
+    whatever the compaction breaker says (DESIGN 2.6). Broadcast as ``run_queued`` with who
+    asked. ``forbidden`` for a viewer; ``conflict`` while a run is active (it compacts by
+    itself when it has to; stop it to compact first)."""
+    require_writer(membership)
+    with transaction.atomic():
+        conversation_lock(conversation.pk)
+        try:
+            with transaction.atomic():  # a savepoint: the refusal must not spoil the lock
+                run = Run.objects.create(conversation=conversation, started_by=membership.user,
+                                         status=RunStatus.QUEUED, purpose=RunPurpose.COMPACT)
+        except IntegrityError:  # one_active_run_per_conversation
+            raise ApplicationError(ErrorCode.CONFLICT, "The agent is working: compact when "
+                                   "its run has ended, or stop it first.") from None
+        event_append(conversation.pk, "run_queued", {
+            "kind": "run_queued", "run_id": run.pk, "started_by": _user(membership),
+            "purpose": RunPurpose.COMPACT.value}, run_id=run.pk)
+        run_dispatch_on_commit(run)
     return run
 
 
