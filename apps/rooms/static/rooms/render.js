@@ -267,6 +267,9 @@ export class Renderer {
       stop.hidden = !active;
       stop.disabled = !!(this.store.run && this.store.run.stopping);
     }
+    // "Compact now" starts a run of its own: offered while none is active.
+    const compact = this.root.querySelector('button[data-action="compact"]');
+    if (compact) compact.hidden = !!this.store.run || !this.store.canWrite;
   }
 
   renderRole() {
@@ -279,8 +282,8 @@ export class Renderer {
       note.id = "viewer-note";
       composer.replaceWith(note);
     }
-    const stop = this.root.querySelector('button[data-action="stop"]');
-    if (stop) stop.remove();
+    this.root.querySelectorAll('button[data-action="stop"], button[data-action="compact"]')
+      .forEach((button) => button.remove());
     this.root.querySelectorAll('.tool-approval button, form.ask-user').forEach((el) => el.remove());
   }
 

@@ -104,6 +104,8 @@ function start(root) {
     const action = button.dataset.action;
     if (action === "stop") {
       stop();
+    } else if (action === "compact") {
+      if (!store.run && store.canWrite) socket.send({ type: "compact" });
     } else if (action === "approve" || action === "deny") {
       const card = button.closest(".tool-card");
       if (!card || !card.dataset.callId) return;

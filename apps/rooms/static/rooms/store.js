@@ -218,6 +218,11 @@ export class Store {
     for (const q of (state.waiting && state.waiting.questions) || []) this._awaitInput(q);
     this.todos = state.todos || [];
     for (const change of state.wiki_changes || []) this._wikiChange(change);
+    const compaction = state.compaction || {};
+    if (compaction.paused_until && new Date(compaction.paused_until) > new Date()) {
+      this._compactionPaused(`${compaction.failures} compactions failed in a row`,
+                             compaction.paused_until);
+    }
     const last = [...(state.messages || [])].reverse().find((m) => m.usage);
     if (last) this.usage = { usage: last.usage, context_tokens: null, context_window: null };
     this._settleCalls(this.run ? "running" : "error");
@@ -356,6 +361,13 @@ export class Store {
     this.dirty.notices = true;
   }
 
+  _compactionPaused(why, until) {
+    // The breaker's cooldown (DESIGN 2.6): say so until a compaction works ("compacted"
+    // replaces this notice).
+    this.notice("compaction", "warn", `${why}: automatic compaction is paused until `
+      + `${fmtClock(until)}. “Compact now” tries again at once.`, { replace: true });
+  }
+
   _runStatus(status) {
     if (this.run) this.run.status = status;
     this.dirty.run = true;
@@ -391,6 +403,10 @@ export class Store {
     for (const [id, entry] of this.typing) if (entry.until <= now) this.typing.delete(id);
     return [...this.typing.values()].map((e) => e.person);
   }
+}
+
+function fmtClock(iso) {
+  return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
 function fmtSeconds(value) {
@@ -557,7 +573,12 @@ const HANDLERS = {
       + "tokens)", { replace: true });
   },
   compaction_failed(ev) {
-    this.notice("compaction", "warn", `Compaction failed: ${ev.message}`, { replace: true });
+    if (ev.paused_until) {
+      this._compactionPaused(`Compaction failed ${ev.consecutive_failures} times in a row `
+        + `(${ev.message})`, ev.paused_until);
+    } else {
+      this.notice("compaction", "warn", `Compaction failed: ${ev.message}`, { replace: true });
+    }
   },
   warning(ev) {
     this.notice("warning", "warn", ev.message);
