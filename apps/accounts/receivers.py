@@ -1,16 +1,18 @@
 """Django's own signals turned into ``credentials_changed`` (``apps.accounts.signals``).
 
 - A saved user whose password hash, session generation or ``is_active`` changed: a password
-  change (the reset form, the admin, ``changepassword``), "sign out everywhere", a deactivation
-  or reactivation. The stored row is compared in ``pre_save`` (one query, skipped when
-  ``update_fields`` leaves those fields alone, as the sign-in's ``last_login`` update does), so
-  every way of saving a user is covered, whatever instance it went through.
+  change (the account page, the reset form, the admin, ``changepassword``, a hash upgrade at
+  sign-in), a deactivation or reactivation. The stored row is compared in ``pre_save`` (one
+  query, skipped when ``update_fields`` leaves those fields alone, as the sign-in's
+  ``last_login`` update does), so every way of saving a user is covered, whatever instance it
+  went through.
 - A deleted user.
 - ``user_logged_out``: one session ends (Django sends the signal before it flushes the session,
   so the signal carries that session's digest).
 
 ``QuerySet.update()`` sends no signal: code that changes these fields that way sends
-``credentials_changed`` itself (the sockets' check on every frame covers it anyway).
+``credentials_changed`` itself, as "sign out everywhere" and the revoking of tokens do (the
+sockets' check on every frame covers the rest).
 """
 
 from __future__ import annotations
