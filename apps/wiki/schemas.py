@@ -33,8 +33,9 @@ __all__ = [
     "WriteOut",
 ]
 
-MESSAGE_MAX = 500
-"""The longest commit message a request may give."""
+MESSAGE_MAX = 200
+"""The longest commit message a request may give: the store keeps a commit's subject to 200
+characters, so a longer one would be cut without a word."""
 
 READ_ERRORS = frozenset({400, 401, 404, 503})
 """Statuses a wiki read can refuse with (as :class:`WikiErrorOut`)."""

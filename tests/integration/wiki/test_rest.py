@@ -252,6 +252,22 @@ def test_the_author_is_the_caller_whatever_the_body_says(acme, bob, home, token_
         assert f"Confab-User: {bob.pk}" in log and "Mallory" not in log
 
 
+def test_a_message_is_at_most_the_200_characters_a_commit_subject_keeps(
+        acme, alice, home, token_client) -> None:
+    client = token_client(alice)
+    over = put(client, acme, "Home.md", {"content": "# Over\n", "expected_blob": home.blob,
+                                         "message": "m" * 201})
+    assert over.status_code == 400 and over.json()["code"] == "invalid"
+    assert git(acme, "rev-parse", "main").strip() == home.commit
+    longest = put(client, acme, "Home.md", {"content": "# Kept\n", "expected_blob": home.blob,
+                                            "message": "m" * 200})
+    assert longest.status_code == 200, longest.content
+    assert git(acme, "log", "-1", "--format=%s", "main").strip() == "m" * 200
+    upload = client.put(f"/api/teams/{acme.pk}/wiki/files/_files/a.png?message={'m' * 201}",
+                        b"png", content_type="application/octet-stream")
+    assert upload.status_code == 400
+
+
 def test_another_teams_wiki_answers_like_a_missing_one(acme, charlie, home,
                                                        token_client) -> None:
     client = token_client(charlie)

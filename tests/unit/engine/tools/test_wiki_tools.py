@@ -241,3 +241,44 @@ async def test_without_a_port_the_tools_say_so(tmp_path: Path) -> None:
     tool = TOOLS.get("WikiList")
     with pytest.raises(ToolError, match="not available in this run"):
         await tool.invoke(ToolContext("c", {}, tmp_path, emit))
+
+
+@pytest.mark.parametrize(("name", "arguments"), [
+    ("WikiRead", {"path": "../etc/passwd.md"}),
+    ("WikiHistory", {"path": ".git/config.md"}),
+])
+async def test_a_refused_read_does_not_claim_to_have_changed_nothing(
+        call: Caller, store: WikiStore, name: str, arguments: dict[str, Any]) -> None:
+    store.write("Home.md", "# Home\n", expected_blob=None, message="h", author=ALICE)
+    text, is_error = await call(name, **arguments)
+    assert is_error and text and "nothing was changed" not in text.lower()
+
+
+async def test_an_unavailable_wiki_says_nothing_was_changed_only_to_writes(
+        call: Caller, store: WikiStore) -> None:
+    base = store.write("Home.md", "# Home\n", expected_blob=None, message="h", author=ALICE)
+    (store.path / "objects").rename(store.path / "objects-gone")  # git cannot open it now
+    read, read_error = await call("WikiRead", path="Home.md")
+    wrote, write_error = await call("WikiWrite", path="Home.md", content="x",
+                                    expected_blob=base.blob)
+    assert read_error and read.startswith("The wiki is unavailable right now (")
+    assert read.endswith(". Try again in a moment.") and "nothing was changed" not in read
+    assert write_error and wrote.endswith("; nothing was changed. Try again in a moment.")
+
+
+async def test_an_edit_that_changes_nothing_is_refused_in_the_tools_own_words(
+        call: Caller, store: WikiStore) -> None:
+    store.write("Home.md", "# Home\n", expected_blob=None, message="h", author=ALICE)
+    text, is_error = await call("WikiEdit", path="Home.md", old_string="Home",
+                                new_string="Home")
+    assert is_error and text == "new_string must differ from old_string. Nothing was changed."
+    assert len(store.history("Home.md")) == 1
+
+
+async def test_search_takes_queries_up_to_the_stores_200_characters(call: Caller,
+                                                                   store: WikiStore) -> None:
+    store.write("Home.md", "# Home\n", expected_blob=None, message="h", author=ALICE)
+    longest, is_error = await call("WikiSearch", query="q" * 200)
+    assert not is_error and longest.startswith("No wiki page contains")
+    over, is_error = await call("WikiSearch", query="q" * 201)
+    assert is_error and "is too long" in over

@@ -9,7 +9,6 @@ from apps.engine.errors import ToolError
 from apps.engine.tools.base import ToolContext
 from apps.engine.tools.builtin.wiki.port import WIKI_SERVICE, WikiPort
 from apps.engine.wiki import (
-    WikiConflict,
     WikiError,
     WikiInvalid,
     WikiNotFound,
@@ -17,9 +16,11 @@ from apps.engine.wiki import (
     WikiUnavailable,
 )
 
-__all__ = ["BLOB_PATTERN", "PATH_PARAM", "clean_arguments", "cut", "port_of", "refusal", "when"]
+__all__ = ["BLOB_PATTERN", "NOTHING_CHANGED", "PATH_PARAM", "clean_arguments", "cut", "port_of",
+           "refusal", "when"]
 
 BLOB_PATTERN = "^[0-9a-f]{40}$"
+NOTHING_CHANGED = "Nothing was changed."
 
 PATH_PARAM = {
     "type": "string", "minLength": 1, "maxLength": 255,
@@ -60,9 +61,10 @@ def clean_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def refusal(error: WikiError, path: str | None = None) -> ToolError:
+def refusal(error: WikiError, path: str | None = None, *, writing: bool) -> ToolError:
     """The store's refusal as a tool error the model can act on (conflicts are answered by the
-    write tools themselves)."""
+    write tools themselves). ``writing``: the call would have changed the wiki, so the error
+    says that nothing was."""
     message = error.message.rstrip(".") + "."
     if isinstance(error, WikiNotFound):
         hint = " Use WikiList or WikiSearch to find the page's path."
@@ -70,13 +72,12 @@ def refusal(error: WikiError, path: str | None = None) -> ToolError:
             hint += (" Wiki paths start at the wiki's root: \"wiki/Home.md\" in the workspace "
                      "is \"Home.md\" for the wiki tools.")
         return ToolError(message + hint)
-    if isinstance(error, WikiInvalid | WikiTooLarge):
-        return ToolError(message + " Nothing was changed.")
     if isinstance(error, WikiUnavailable):
-        return ToolError(f"The wiki is unavailable right now ({error.message.rstrip('.')}); "
-                         "nothing was changed. Try again in a moment.")
-    if isinstance(error, WikiConflict):
-        return ToolError(message)
+        unchanged = "; nothing was changed" if writing else ""
+        return ToolError(f"The wiki is unavailable right now ({error.message.rstrip('.')})"
+                         f"{unchanged}. Try again in a moment.")
+    if writing and isinstance(error, WikiInvalid | WikiTooLarge):
+        return ToolError(message + " " + NOTHING_CHANGED)
     return ToolError(message)
 
 

@@ -32,6 +32,7 @@ __all__ = ["WikiHistoryTool", "WikiListTool", "WikiReadTool", "WikiSearchTool"]
 DEFAULT_LIST = 200
 DEFAULT_READ_LINES = 2000
 DEFAULT_HITS = 20
+QUERY_MAX = 200  # the longest query WikiStore.search takes
 DEFAULT_HISTORY = 20
 _FOOTER_RESERVE = 300
 
@@ -71,7 +72,7 @@ class WikiListTool(_WikiRead):
         try:
             files = await port_of(ctx).list(prefix)
         except WikiError as e:
-            raise refusal(e) from e
+            raise refusal(e, writing=False) from e
         if not files:
             where = f" under {prefix!r}" if prefix else ""
             return ToolOutput(f"The wiki has no pages{where} yet. Create one with WikiWrite.")
@@ -115,7 +116,7 @@ class WikiReadTool(_WikiRead):
         try:
             page = await port_of(ctx).read(args["path"], args.get("rev", "HEAD"))
         except WikiError as e:
-            raise refusal(e, args["path"]) from e
+            raise refusal(e, args["path"], writing=False) from e
         return ToolOutput(_numbered(page, args.get("offset", 1),
                                     args.get("limit", DEFAULT_READ_LINES),
                                     ctx.env.max_result_chars))
@@ -155,7 +156,7 @@ class WikiSearchTool(_WikiRead):
         "expression; CJK text works). Returns matching lines as path:line: text. Read a page "
         "with WikiRead for its context."
     ), {
-        "query": {"type": "string", "minLength": 1, "maxLength": 500,
+        "query": {"type": "string", "minLength": 1, "maxLength": QUERY_MAX,
                   "description": "The text to find."},
         "limit": {"type": "integer", "minimum": 1, "maximum": 100,
                   "description": f"At most this many lines (default {DEFAULT_HITS})."},
@@ -167,7 +168,7 @@ class WikiSearchTool(_WikiRead):
         try:
             hits = await port_of(ctx).search(query, limit=limit)
         except WikiError as e:
-            raise refusal(e) from e
+            raise refusal(e, writing=False) from e
         if not hits:
             return ToolOutput(f"No wiki page contains {query!r}.")
         lines = [f"{hit.path}:{hit.line}: {hit.snippet}" for hit in hits[:limit]]
@@ -196,7 +197,7 @@ class WikiHistoryTool(_WikiRead):
             entries = await port_of(ctx).history(path, limit=ctx.arguments.get(
                 "limit", DEFAULT_HISTORY))
         except WikiError as e:
-            raise refusal(e, path) from e
+            raise refusal(e, path, writing=False) from e
         if not entries:
             return ToolOutput(f"{path} has no history: no commit changed it.")
         lines = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.engine.errors import ToolError
 from apps.engine.events import WikiChanged
 from apps.engine.tools.base import (
     BaseTool,
@@ -23,6 +24,7 @@ from apps.engine.tools.base import (
 )
 from apps.engine.tools.builtin.wiki.common import (
     BLOB_PATTERN,
+    NOTHING_CHANGED,
     PATH_PARAM,
     clean_arguments,
     cut,
@@ -97,7 +99,7 @@ class WikiWriteTool(_WikiWrite):
         except WikiConflict as e:
             return ToolOutput(conflict_text(e, path, tool="WikiWrite"), is_error=True)
         except WikiError as e:
-            raise refusal(e, path) from e
+            raise refusal(e, path, writing=True) from e
         return await _committed(ctx, change, message, created=created)
 
 
@@ -123,6 +125,8 @@ class WikiEditTool(_WikiWrite):
     async def invoke(self, ctx: ToolContext) -> ToolOutput:
         args = ctx.arguments
         path = args["path"]
+        if args["old_string"] == args["new_string"]:  # said here: the store names them old, new
+            raise ToolError(f"new_string must differ from old_string. {NOTHING_CHANGED}")
         message = _message(args, "Edit", path)
         try:
             change = await port_of(ctx).edit(
@@ -132,7 +136,7 @@ class WikiEditTool(_WikiWrite):
         except WikiConflict as e:
             return ToolOutput(conflict_text(e, path, tool="WikiEdit"), is_error=True)
         except WikiError as e:
-            raise refusal(e, path) from e
+            raise refusal(e, path, writing=True) from e
         return await _committed(ctx, change, message, created=False)
 
 
@@ -166,7 +170,7 @@ async def _committed(ctx: ToolContext, change: WikiChange, message: str, *,
 def conflict_text(error: WikiConflict, path: str, *, tool: str) -> str:
     """What the model gets back for a conflict: the current page (bounded), its blob id, the
     3-way merge with markers if there is one, and how to retry."""
-    parts = [f"Conflict: {error.message.rstrip('.')}. Nothing was changed."]
+    parts = [f"Conflict: {error.message.rstrip('.')}. {NOTHING_CHANGED}"]
     current = error.current
     if current is None:
         parts.append(f"{path} does not exist now (it was deleted meanwhile). To create it "
