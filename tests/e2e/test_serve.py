@@ -15,7 +15,7 @@ import pytest
 import websockets
 
 from tests.e2e.harness import ProcessStack, http_ok
-from tests.services.django_proc import django_env, run_manage
+from tests.services.django_proc import django_env, run_manage, run_script
 from tests.services.procs import free_port, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -26,15 +26,22 @@ def test_demo_json_has_exactly_the_documented_shape(tmp_path: Path) -> None:
     run_manage(["migrate", "-v0"], env)
     first = json.loads(run_manage(["demo", "--json"], env).stdout)
     again = json.loads(run_manage(["demo", "--json"], env).stdout)
-    assert set(first) == {"team", "room", "conversation", "users"}
+    assert set(first) == {"team", "room", "conversation", "users", "admin"}
     assert set(first["users"]) == {"alice", "bob", "carol"}
     for person in first["users"].values():
         assert set(person) == {"id", "username", "password", "token"}
         assert person["token"].startswith("cf_")
+    assert set(first["admin"]) == {"username", "password"}
     # idempotent: the same objects, fresh credentials
     assert [again[k]["id"] for k in ("team", "room", "conversation")] == \
         [first[k]["id"] for k in ("team", "room", "conversation")]
     assert again["users"]["alice"]["token"] != first["users"]["alice"]["token"]
+    assert again["admin"]["password"] != first["admin"]["password"]
+    password = again["admin"]["password"]
+    admin = run_script("from apps.accounts.models import User\n"
+                       "admin = User.objects.get(username='admin')\n"
+                       f"print(admin.is_staff, admin.check_password({password!r}))", env)
+    assert admin.stdout.split() == ["True", "True"]  # the printed password signs in
 
 
 def test_serve_runs_a_conversation_and_stops_everything_on_sigterm(tmp_path: Path) -> None:

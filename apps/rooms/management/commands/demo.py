@@ -6,7 +6,8 @@ scripted model (served by fakellm at ``CONFAB_FAKELLM_URL``) as the team's defau
 provider for each API key found in the environment; the team's wiki gets a few pages by alice
 in one commit while it is empty (:data:`WIKI_PAGES`). ``--json`` prints exactly
 ``{"team": {"id"}, "room": {"id"}, "conversation": {"id"}, "users": {"alice": {"id",
-"username", "password", "token"}, "bob": {...}, "carol": {...}}}`` with fresh API tokens.
+"username", "password", "token"}, "bob": {...}, "carol": {...}}, "admin": {"username",
+"password"}}`` with fresh API tokens (and the admin's fresh password: every run rotates it).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class Command(BaseCommand):
         _seed_wiki(Team.objects.get(pk=result["team"]["id"]),
                    User.objects.get(pk=result["users"]["alice"]["id"]))
         if options["json"]:
-            self.stdout.write(json.dumps(result))
+            self.stdout.write(json.dumps(
+                {**result, "admin": {"username": "admin", "password": admin_password}}))
             return
         self.stdout.write("Demo team ready. Sign in as:")
         for name, person in result["users"].items():
