@@ -31,7 +31,7 @@ ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("WikiList", {"prefix": ""}, "- Home.md"),
     ("WikiList", {"prefix": "../"}, "The wiki has no pages under '../' yet."),
     ("WikiRead", {"path": GLOBEX_PAGE}, "No such page."),
-    ("WikiRead", {"path": CLIMB}, "Nothing was changed."),
+    ("WikiRead", {"path": CLIMB}, "a part of the path may not start with"),
     ("WikiSearch", {"query": SECRET}, f"No wiki page contains {SECRET!r}."),
     ("WikiHistory", {"path": GLOBEX_PAGE}, "No such page."),
     ("WikiWrite", {"path": CLIMB, "content": "pwned"}, "Nothing was changed."),
