@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from apps.engine.wiki.errors import WikiDamaged
 from apps.engine.wiki.gitcmd import GitSession
+from apps.engine.wiki.objects import list_files
 from apps.engine.wiki.paths import folder_key, is_page
 from apps.engine.wiki.texts import keep, texts_of
 from apps.engine.wiki.types import PageInfo
@@ -145,7 +145,7 @@ def _remember(key: str, catalog: Catalog) -> None:
 
 
 def _build(session: GitSession, commit: str) -> Catalog:
-    tree = _ls_tree(session, commit)
+    tree = list_files(session, commit)
     changed = _last_changes(session, commit, set(tree))
     return Catalog(commit, _infos(session, tree, changed, {}))
 
@@ -157,30 +157,12 @@ def _advance(session: GitSession, cached: Catalog, commit: str) -> Catalog:
                             ok=(0, 1, 128))
     if status != 0:
         return _build(session, commit)
-    tree = _ls_tree(session, commit)
+    tree = list_files(session, commit)
     moved = {path for path, (blob, _) in tree.items()
              if path not in cached.files or cached.files[path].blob != blob}
     changed = _last_changes(session, commit, moved, since=cached.commit)
     kept = {path: info for path, info in cached.files.items() if path in tree and path not in moved}
     return Catalog(commit, _infos(session, {p: tree[p] for p in moved}, changed, kept))
-
-
-def _ls_tree(session: GitSession, commit: str) -> dict[str, tuple[str, int]]:
-    """``path -> (blob, size)`` of every file at ``commit``."""
-    out = session.out("ls-tree", "-r", "-l", "-z", "--full-tree", commit)
-    files = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition(b"\t")
-        _mode, kind, blob, size = meta.split()
-        if kind != b"blob":
-            continue
-        if not size.isdigit():  # "BAD": git cannot read the object
-            raise WikiDamaged(session.git_dir, f"object {blob.decode()} ({path.decode()}) "
-                              "cannot be read")
-        files[path.decode()] = (blob.decode(), int(size))
-    return files
 
 
 def _last_changes(session: GitSession, commit: str, paths: set[str], *,

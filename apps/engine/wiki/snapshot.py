@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from apps.engine.wiki.gitcmd import GitSession
+from apps.engine.wiki.objects import list_files, read_blobs
 
 __all__ = ["BATCH_BYTES", "BLOBS", "snapshot_at"]
 
@@ -79,7 +80,7 @@ def _write_tree(session: GitSession, commit: str, into: Path, store: Path) -> No
     missing = [blob for blob, entry in blobs.items()
                if not _place(store / blob, into, entry.paths)]
     for batch in _batches(missing, blobs):
-        for blob, data in _read(session, batch):
+        for blob, data in read_blobs(session, batch):
             paths = blobs[blob].paths
             first = into / paths[0]
             with open(first, "xb") as file:  # a new file: never one shared with the store
@@ -91,15 +92,10 @@ def _write_tree(session: GitSession, commit: str, into: Path, store: Path) -> No
 
 
 def _listing(session: GitSession, commit: str) -> dict[str, _Blob]:
-    """``blob id -> _Blob`` for every file of ``commit`` (``ls-tree -l``: sizes too)."""
-    listing = session.out("ls-tree", "-r", "-z", "-l", "--full-tree", commit)
+    """``blob id -> _Blob`` for every file of ``commit`` (sizes too)."""
     blobs: dict[str, _Blob] = {}
-    for record in listing.split(b"\0"):
-        if record:
-            meta, _, path = record.partition(b"\t")
-            _mode, kind, blob, size = meta.split()
-            if kind == b"blob":
-                blobs.setdefault(blob.decode(), _Blob(int(size))).paths.append(path.decode())
+    for path, (blob, size) in list_files(session, commit).items():
+        blobs.setdefault(blob, _Blob(size)).paths.append(path)
     return blobs
 
 
@@ -153,18 +149,6 @@ def _batches(blobs: list[str], sizes: dict[str, _Blob]) -> Iterator[list[str]]:
         held += sizes[blob].size
     if batch:
         yield batch
-
-
-def _read(session: GitSession, blobs: list[str]) -> Iterator[tuple[str, bytes]]:
-    """``(blob id, content)`` of each of ``blobs``, from one ``cat-file --batch``."""
-    out = session.out("cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode())
-    offset = 0
-    for blob in blobs:
-        header_end = out.index(b"\n", offset)
-        size = int(out[offset:header_end].split()[2])
-        start = header_end + 1
-        yield blob, out[start:start + size]
-        offset = start + size + 1
 
 
 def _seal(folder: Path) -> None:

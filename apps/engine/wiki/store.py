@@ -31,6 +31,7 @@ from apps.engine.wiki.errors import (
 from apps.engine.wiki.gitcmd import GitSession, git_session, init_bare
 from apps.engine.wiki.limits import WikiLimits
 from apps.engine.wiki.merge import merge_text
+from apps.engine.wiki.objects import cat_objects
 from apps.engine.wiki.paths import check_file_path, check_revision, is_attachment, is_page
 from apps.engine.wiki.reads import history_of
 from apps.engine.wiki.search import search_kept, search_pages
@@ -303,13 +304,11 @@ class WikiStore:
             if session is None:
                 raise WikiNotFound("No such page.")
             commit = _commit_of(session, rev)
-            out = session.out("cat-file", "--batch", stdin=f"{commit}:{path}\n".encode())
-            header, _, rest = out.partition(b"\n")
-            parts = header.split()
-            if len(parts) != 3 or parts[1] != b"blob":
+            [found] = cat_objects(session, [f"{commit}:{path}"])
+            if found.kind != "blob" or found.content is None or found.oid is None:
                 _unreadable(session, commit, path)
                 raise WikiNotFound("No such page.")
-        return rest[:int(parts[2])], parts[0].decode(), commit
+        return found.content, found.oid, commit
 
     def _commit(self, plan: Plan, *, path: str, message: str, author: Author,
                 trailers: dict[str, str] | None = None) -> WriteResult:
@@ -441,10 +440,8 @@ def _check_blob(blob: str) -> str:
 
 def _blob_or_none(session: GitSession, blob: str) -> bytes | None:
     """The bytes of ``blob``, None when the repository has no such blob."""
-    out = session.out("cat-file", "--batch", stdin=f"{blob}\n".encode())
-    header, _, rest = out.partition(b"\n")
-    parts = header.split()
-    return rest[:int(parts[2])] if len(parts) == 3 and parts[1] == b"blob" else None
+    [found] = cat_objects(session, [blob])
+    return found.content if found.kind == "blob" else None
 
 
 def _blob_bytes(session: GitSession, blob: str) -> bytes:

@@ -11,8 +11,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
-from apps.engine.wiki.errors import WikiDamaged
 from apps.engine.wiki.gitcmd import GitSession
+from apps.engine.wiki.objects import read_blobs
 
 __all__ = ["CACHE_BYTES", "keep", "texts_of"]
 
@@ -57,15 +57,5 @@ def keep(texts: Mapping[str, tuple[str, int]]) -> None:
 
 
 def _read(session: GitSession, blobs: list[str]) -> dict[str, tuple[str, int]]:
-    out = session.out("cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode())
-    texts, offset = {}, 0
-    while offset < len(out):
-        header_end = out.index(b"\n", offset)
-        header = out[offset:header_end].split()
-        offset = header_end + 1
-        if header[-1] == b"missing":
-            raise WikiDamaged(session.git_dir, f"object {header[0].decode()} cannot be read")
-        size = int(header[2])
-        texts[header[0].decode()] = (out[offset:offset + size].decode("utf-8", "replace"), size)
-        offset += size + 1
-    return texts
+    return {blob: (data.decode("utf-8", "replace"), len(data))
+            for blob, data in read_blobs(session, blobs)}

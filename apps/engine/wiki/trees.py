@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from git.objects.fun import tree_entries_from_data, tree_to_stream
 
 from apps.engine.wiki.catalog import FileChange
-from apps.engine.wiki.errors import WikiInvalid, WikiUnavailable
+from apps.engine.wiki.errors import WikiDamaged, WikiInvalid, WikiUnavailable
 from apps.engine.wiki.gitcmd import GitSession
+from apps.engine.wiki.objects import cat_objects
 
 __all__ = ["write_tree"]
 
@@ -81,21 +82,21 @@ def _read_folders(session: GitSession, head: str | None, folders: set[str]) -> d
     if head is None:
         return entries
     order = sorted(folders)
-    names = "".join(f"{head}:{folder}\n" if folder else f"{head}^{{tree}}\n" for folder in order)
-    out = session.out("cat-file", "--batch", stdin=names.encode())
-    offset = 0
-    for folder in order:
-        end = out.index(b"\n", offset)
-        header = out[offset:end].split()
-        offset = end + 1
-        if header[-1] == b"missing":
+    names = [f"{head}:{folder}" if folder else f"{head}^{{tree}}" for folder in order]
+    missing = []
+    for folder, found in zip(order, cat_objects(session, names), strict=True):
+        if found.content is None:
+            missing.append(folder)  # a folder this commit creates, unless its parent has it
             continue
-        if header[1] != b"tree":
+        if found.kind != "tree":
             raise WikiInvalid(f"{folder} is a file, so it cannot hold other files.")
-        size = int(header[2])
         entries[folder] = {name: (mode, binsha) for binsha, mode, name
-                           in tree_entries_from_data(out[offset:offset + size])}
-        offset += size + 1
+                           in tree_entries_from_data(found.content)}
+    for folder in missing:
+        parent, _, name = folder.rpartition("/")
+        if not folder or name in entries[parent]:  # listed, yet unreadable: never drop it
+            raise WikiDamaged(session.git_dir, f"the tree of {folder or 'the root'} at {head} "
+                              "cannot be read")
     return entries
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.engine.wiki import WikiInvalid
+from apps.engine.wiki import WikiDamaged, WikiInvalid
 from apps.engine.wiki.catalog import FileChange
 from apps.engine.wiki.gitcmd import git_session, init_bare
 from apps.engine.wiki.trees import write_tree
@@ -99,3 +99,19 @@ def test_a_path_through_a_file_is_refused(tmp_path) -> None:
         inner = [FileChange("Notes/x.md", b"x\n")]
         with pytest.raises(WikiInvalid):
             write_tree(session, head, inner, store_blobs(session, inner))
+
+
+def test_an_unreadable_folder_is_damage_never_an_empty_one(tmp_path) -> None:
+    git_dir = tmp_path / "w.git"
+    init_bare(git_dir, 10)
+    with git_session(git_dir, 10) as session:
+        first = [FileChange("Team/A.md", b"a\n"), FileChange("Team/B.md", b"b\n")]
+        head = commit(git_dir, write_tree(session, None, first, store_blobs(session, first)),
+                      None)
+        folder = plain(git_dir, "rev-parse", f"{head}:Team")
+        loose = git_dir / "objects" / folder[:2] / folder[2:]
+        loose.chmod(0o644)
+        loose.write_bytes(b"garbage")
+        more = [FileChange("Team/C.md", b"c\n")]
+        with pytest.raises(WikiDamaged):
+            write_tree(session, head, more, store_blobs(session, more))
