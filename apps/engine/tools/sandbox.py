@@ -17,7 +17,9 @@ Where ``bwrap`` is installed and works, a command runs the way mature agent sand
   multi-tenant server cannot give every agent a read-only view of ``/`` as single-user
   sandboxes do;
 - ``--cap-drop ALL`` and ``--clearenv`` with a minimal environment (:func:`minimal_env`), so no
-  server secret reaches the command through its environment;
+  server secret reaches the command through its environment; ``HOME`` is an empty directory in
+  the private ``/tmp`` (:data:`SANDBOX_HOME`), never the workspace, where a ``.gitconfig`` or
+  any other dotfile would be the workspace's to write;
 - resource limits set by the shell before it runs the command (:func:`limited_shell_argv`).
 
 :func:`sandbox_status` probes once per ``bwrap`` path by starting a real sandbox with exactly
@@ -38,6 +40,7 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_PATH",
+    "SANDBOX_HOME",
     "SandboxStatus",
     "bwrap_argv",
     "limited_shell_argv",
@@ -47,6 +50,7 @@ __all__ = [
 ]
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SANDBOX_HOME = "/tmp/home"  # created empty in the sandbox's private /tmp, gone with it
 
 # Mounted read-only when present; a merged-/usr link (Debian's /bin -> usr/bin) stays a link.
 _SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -69,8 +73,9 @@ class SandboxStatus:
     bwrap: str | None = None
 
 
-def minimal_env(home: Path) -> dict[str, str]:
-    """The whole environment a command gets (sandboxed or not): nothing of the server's."""
+def minimal_env(home: Path | str) -> dict[str, str]:
+    """The whole environment a command gets (sandboxed or not): nothing of the server's.
+    ``home`` is its ``HOME``: a directory of its own, outside the workspace."""
     return {
         "PATH": DEFAULT_PATH,
         "HOME": str(home),
@@ -99,24 +104,31 @@ def limited_shell_argv(bash: str, command: str, *, limit_processes: bool) -> lis
 
 
 def bwrap_argv(bwrap: str, workspace: Path, command_argv: Sequence[str], *,
-               read_only: Mapping[str, Path] | None = None) -> list[str]:
+               read_only: Mapping[str, Path] | None = None,
+               env: Mapping[str, str] | None = None,
+               host_read_only: Sequence[Path] = ()) -> list[str]:
     """The ``bwrap`` command line that runs ``command_argv`` confined to ``workspace``.
 
-    ``workspace`` must be absolute and resolved; it is the working directory and ``HOME``.
-    ``read_only``: top-level names of the workspace and the resolved directories bound there
-    read-only (``{"wiki": <snapshot>}``); bubblewrap makes the mount point if it is missing.
-    Order matters: ``/tmp`` is mounted before the workspace so a workspace under ``/tmp`` is not
-    hidden by the tmpfs, and the read-only binds after the workspace, over it.
+    ``workspace`` must be absolute and resolved; it is the working directory. ``read_only``:
+    top-level names of the workspace and the resolved directories bound there read-only
+    (``{"wiki": <snapshot>}``); bubblewrap makes the mount point if it is missing. ``env``: the
+    command's whole environment (default :func:`minimal_env` of :data:`SANDBOX_HOME`, which
+    exists, empty); ``TMPDIR`` is ``/tmp``. ``host_read_only``: absolute host directories bound
+    read-only at their own paths (the git wrapper of a cleared command).
+    Order matters: ``/tmp`` is mounted before the workspace and the host directories so those
+    may live under the host's ``/tmp``, and the read-only binds after the workspace, over it.
     """
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
     argv += _system_mounts()
-    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+    for path in host_read_only:
+        argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(workspace), str(workspace)]
     for name, source in sorted((read_only or {}).items()):
         argv += ["--ro-bind", str(source), str(workspace / name)]
     argv += ["--chdir", str(workspace)]
     argv += ["--cap-drop", "ALL", "--clearenv"]
-    for name, value in minimal_env(workspace).items():
+    for name, value in (minimal_env(SANDBOX_HOME) if env is None else env).items():
         argv += ["--setenv", name, value]
     argv += ["--setenv", "TMPDIR", "/tmp", "--"]
     return argv + list(command_argv)

@@ -6,23 +6,27 @@ are fine; ``-c``/``--config-env`` (a config override can name a program: ``core.
 
 Subcommands: ``status log show diff shortlog whatchanged rev-list rev-parse ls-files ls-tree
 blame grep describe cat-file show-ref for-each-ref merge-base name-rev count-objects version``
-with ``--output`` (writes a file), ``--ext-diff`` (runs a program), ``--help`` (opens a pager)
-refused; ``grep -O`` (opens a pager) and ``cat-file --textconv/--filters`` (run filters) refused.
+with ``--output`` (writes a file), ``--ext-diff`` and ``--textconv`` (run programs the
+repository names), ``--help`` (opens a pager), ``--submodule=diff`` and
+``--ignore-submodules=none|untracked`` (run git inside submodules, under their configuration)
+refused; ``status -v`` (its diff has no ``--no-textconv``), ``describe --dirty/--broken`` (they
+look inside submodules), ``grep -O`` (opens a pager) and ``cat-file --filters`` refused.
 ``branch`` and ``tag`` only list (no new name, no ``-d -m -c``); ``config`` only reads
 (``--get*``, ``--list``, ``get``, ``list``); ``stash`` only ``list``/``show``; ``remote`` only
 bare, ``-v``, ``get-url`` and ``show -n`` (``show`` alone contacts the remote); ``reflog`` only
 ``show``/``list``/``exists``.
 
-Not covered, and worth knowing: a read-only git command still runs programs the repository's own
-config names (``core.fsmonitor`` on status, ``diff.<driver>.textconv`` on diff). The analyzer only
-sees the command line; the sandbox is what bounds a hostile ``.git/config``.
+The analyzer only sees the command line, and a repository's own configuration can still name
+programs (``core.fsmonitor``, filter drivers...): the Bash tool runs every git of a cleared
+command through :mod:`apps.engine.tools.git_guard`, which neutralises them; the refusals above
+keep a command line from undoing that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from apps.engine.tools.bash_readonly.options import denied_option, dynamic_argument
+from apps.engine.tools.bash_readonly.options import denied_option, dynamic_argument, option_texts
 from apps.engine.tools.bash_readonly.tokenizer import Word
 
 __all__ = ["check_git"]
@@ -38,7 +42,13 @@ _GLOBAL_ASSIGNED = ("--git-dir=", "--work-tree=", "--namespace=")
 _READING_DENY = {
     "output": "writes to a file",
     "ext-diff": "runs an external diff program",
+    "textconv": "runs the repository's textconv programs",
     "help": "opens the manual in a pager",
+}
+_IN_SUBMODULES = "runs git inside submodules, under their own configuration"
+_DENIED_VALUES = {  # long option -> the values refused
+    "submodule": frozenset({"diff"}),
+    "ignore-submodules": frozenset({"none", "untracked"}),
 }
 
 
@@ -75,7 +85,20 @@ def _reading(sub: str, **extra: str) -> SubcommandCheck:
     """A subcommand that reads, minus the options that write or run programs."""
     short = {k: v for k, v in extra.items() if len(k) == 1}
     long = _READING_DENY | {k.replace("_", "-"): v for k, v in extra.items() if len(k) > 1}
-    return lambda rest: denied_option(f"git {sub}", rest, short=short, long=long)
+    return lambda rest: (denied_option(f"git {sub}", rest, short=short, long=long)
+                         or _denied_value(f"git {sub}", rest))
+
+
+def _denied_value(command: str, rest: list[str]) -> str | None:
+    """Why an option of :data:`_DENIED_VALUES` has a refused value (``--submodule=diff``)."""
+    for text in option_texts(rest):
+        name, assigned, value = text.removeprefix("--").partition("=")
+        if not text.startswith("--") or not assigned or not name:
+            continue
+        for option, values in _DENIED_VALUES.items():
+            if option.startswith(name) and value in values:
+                return f"{command} --{option}={value} {_IN_SUBMODULES}"
+    return None
 
 
 def _branch(rest: list[str]) -> str | None:
@@ -184,13 +207,16 @@ def _reflog(rest: list[str]) -> str | None:
 
 _SUBCOMMANDS: dict[str, SubcommandCheck] = {
     **{name: _reading(name) for name in (
-        "status", "log", "show", "diff", "shortlog", "whatchanged", "rev-list", "rev-parse",
-        "ls-files", "ls-tree", "blame", "describe", "show-ref", "for-each-ref", "merge-base",
+        "log", "show", "diff", "shortlog", "whatchanged", "rev-list", "rev-parse",
+        "ls-files", "ls-tree", "blame", "show-ref", "for-each-ref", "merge-base",
         "name-rev", "count-objects", "version",
     )},
+    "status": _reading("status", v="shows a diff through the repository's textconv programs",
+                       verbose="shows a diff through the repository's textconv programs"),
+    "describe": _reading("describe", dirty=_IN_SUBMODULES, broken=_IN_SUBMODULES),
     "grep": _reading("grep", O="opens files in a pager", open_files_in_pager="opens a pager",
                      textconv="runs conversion filters"),
-    "cat-file": _reading("cat-file", textconv="runs conversion filters", filters="runs filters"),
+    "cat-file": _reading("cat-file", filters="runs filters"),
     "branch": _branch,
     "tag": _tag,
     "config": _config,

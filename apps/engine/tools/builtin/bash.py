@@ -1,10 +1,13 @@
 """Bash: one shell command in the conversation's workspace (DESIGN 2.5, 4 "Shell").
 
 The command runs as ``bash -c`` (non-login, non-interactive) with the workspace as its working
-directory and ``HOME``, stdin ``/dev/null``, a minimal environment (none of the server's
-variables), and CPU-time and file-size limits. It runs inside bubblewrap when the host has a
-working ``bwrap`` and ``ToolEnvironment.sandbox`` is "auto" (:mod:`apps.engine.tools.sandbox`);
-otherwise the result says "not sandboxed: <why>".
+directory, stdin ``/dev/null``, a minimal environment (none of the server's variables), and
+CPU-time and file-size limits. ``HOME`` is an empty directory of the command's own, never the
+workspace (a ``.gitconfig`` or ``.bashrc`` there would be the workspace's to write), removed
+after it. It runs inside bubblewrap when the host has a working ``bwrap`` and
+``ToolEnvironment.sandbox`` is "auto" (:mod:`apps.engine.tools.sandbox`); otherwise the result
+says "not sandboxed: <why>". A command the read-only analyzer clears runs its git guarded
+(:mod:`apps.engine.tools.git_guard`): no program the workspace names starts without approval.
 
 The run's read-only mounts (the team wiki at ``wiki/``) are bound read-only inside the sandbox.
 Without the sandbox they are not there at all: an unsandboxed command runs with the server's
@@ -30,16 +33,19 @@ import asyncio
 import os
 import shutil
 import signal
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from apps.engine.errors import ToolError
+from apps.engine.tools import git_guard
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.bash_readonly import is_read_only
 from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.tools.sandbox import (
     DEFAULT_PATH,
+    SANDBOX_HOME,
     SandboxStatus,
     bwrap_argv,
     limited_shell_argv,
@@ -69,8 +75,8 @@ _DRAIN_GRACE_S = 0.5  # for the pipe's end of file once the group is dead (an es
 _POLL_S = 0.02
 
 _DESCRIPTION = """\
-Run a bash command in the conversation's workspace (the working directory and HOME) and return \
-its combined stdout and stderr and its exit code.
+Run a bash command in the conversation's workspace (the working directory) and return its \
+combined stdout and stderr and its exit code.
 
 - `timeout` is in milliseconds: default 120000 (2 minutes), at most 600000 (10 minutes). On \
 timeout the command and everything it started are killed.
@@ -79,6 +85,8 @@ timeout the command and everything it started are killed.
 - Output longer than 30000 characters is cut in the middle.
 - Where the sandbox is active there is no network access and only the workspace (and /tmp, \
 which is discarded) is writable; the result says when a command was not sandboxed.
+- HOME is an empty directory that is removed after each command: set git's identity with \
+`git config user.name ...` in the repository, not with --global.
 - Prefer Read, Grep and Glob for reading and searching files."""
 
 
@@ -352,24 +360,49 @@ class BashTool(BaseTool):
         timeout_ms = _timeout_ms(ctx.arguments)
         workspace = workspace_root(ctx.workspace)
         status = await self.sandbox(ctx.env.sandbox)
-        shell = limited_shell_argv(_bash(), command, limit_processes=status.active)
         notes: list[str] = []
-        if status.active and status.bwrap:
-            read_only = await _read_only_binds(workspace, ctx.mounts, notes)
-            shell = bwrap_argv(status.bwrap, workspace, shell, read_only=read_only)
-        elif ctx.mounts:
-            notes.extend(f"[{name}/ is mounted only inside the sandbox, and this command was "
-                         f"not sandboxed: use Read, Glob or Grep on {name}/ instead]"
-                         for name in ctx.mounts.names() if name in command)
+        scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="confab-bash-"))
         try:
+            shell, env = await _launch(command, workspace, status, scratch, ctx.mounts, notes)
             result = await run_in_process_group(
-                shell, cwd=workspace, env=minimal_env(workspace),
+                shell, cwd=workspace, env=env,
                 timeout_s=timeout_ms / 1000, max_output=self._output_cap(ctx))
         except (OSError, ValueError) as e:  # ValueError: a NUL byte in the command
             raise ToolError(f"The command could not be started: {e}") from e
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, ignore_errors=True)
         lines = [result.output.rstrip("\n") or "(no output)", _describe_end(result, timeout_ms)]
         if not status.active:
             lines.append(f"[{status.reason}]")
         lines.extend(notes)
         failed = result.timed_out or result.returncode != 0
         return ToolOutput("\n".join(lines), is_error=failed)
+
+
+async def _launch(command: str, workspace: Path, status: SandboxStatus, scratch: Path,
+                  mounts: ReadOnlyMounts | None, notes: list[str]
+                  ) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run ``command``: inside bubblewrap when ``status`` is
+    active, ``HOME`` outside the workspace (``scratch``, a directory of this call, when not
+    sandboxed), and git guarded when the analyzer clears the command. ``notes`` gets what the
+    result should say about the mounts."""
+    sandboxed = status.active and status.bwrap is not None
+    home = Path(SANDBOX_HOME) if sandboxed else scratch / "home"
+    if not sandboxed:
+        home.mkdir()
+    env = minimal_env(home)
+    guard = None
+    if is_read_only(command):
+        guard = await asyncio.to_thread(git_guard.install, scratch / "bin")
+        env = git_guard.guarded_env(env, guard)
+    shell = limited_shell_argv(_bash(), command, limit_processes=sandboxed)
+    if sandboxed:
+        assert status.bwrap is not None
+        read_only = await _read_only_binds(workspace, mounts, notes)
+        shell = bwrap_argv(status.bwrap, workspace, shell, read_only=read_only, env=env,
+                           host_read_only=[guard] if guard else [])
+    elif mounts:
+        notes.extend(f"[{name}/ is mounted only inside the sandbox, and this command was "
+                     f"not sandboxed: use Read, Glob or Grep on {name}/ instead]"
+                     for name in mounts.names() if name in command)
+    return shell, env

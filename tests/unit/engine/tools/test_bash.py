@@ -106,11 +106,21 @@ async def eventually(condition, timeout_s: float = 10.0) -> bool:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_command_runs_in_the_workspace(workspace: Path, mode: str) -> None:
-    out = await bash(workspace, "pwd; echo made > made.txt; echo $HOME", sandbox=mode)
-    lines = text_of(out).splitlines()
-    assert lines[0] == str(workspace.resolve())
-    assert lines[1] == str(workspace.resolve())
+    out = await bash(workspace, "pwd; echo made > made.txt", sandbox=mode)
+    assert text_of(out).splitlines()[0] == str(workspace.resolve())
     assert (workspace / "made.txt").read_text() == "made\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_home_is_an_empty_directory_of_the_command_and_not_kept(workspace: Path,
+                                                                       mode: str) -> None:
+    out = await bash(workspace, "cd && pwd && ls -A && echo x > .profile-test && ls -A",
+                     sandbox=mode)
+    home, listing = text_of(out).splitlines()[:2]
+    assert not Path(home).resolve().is_relative_to(workspace.resolve())
+    assert listing == ".profile-test"  # it was empty, and is writable
+    again = text_of(await bash(workspace, "ls -A ~", sandbox=mode))
+    assert again.startswith("(no output)")  # nothing left by the previous command
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -136,7 +146,7 @@ async def test_the_server_environment_does_not_reach_the_command(
         workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONFAB_TEST_SECRET", "hunter2")
     out = text_of(await bash(workspace, "env", sandbox="off"))
-    assert "hunter2" not in out and f"HOME={workspace.resolve()}" in out
+    assert "hunter2" not in out and "\nLANG=C.UTF-8\n" in out
 
 
 async def test_no_output_says_so(workspace: Path) -> None:
