@@ -5,15 +5,24 @@ The rules, in the order they apply to every request (redirects included):
 1. Only ``http`` and ``https`` URLs, with a host and without credentials.
 2. The host is resolved **once** (``getaddrinfo``), and **every** address it resolves to is
    checked: one refused address refuses the URL (a name that mixes public and private answers is
-   a rebinding attempt). IPv4 addresses embedded in IPv6 ones are unwrapped and checked too:
-   IPv4-mapped ``::ffff:a.b.c.d``, IPv4-translated ``::ffff:0:a.b.c.d``, IPv4-compatible
-   ``::a.b.c.d``, NAT64 ``64:ff9b::/96`` (RFC 6052), 6to4 ``2002::/16`` (RFC 3056) and Teredo
-   ``2001::/32`` (RFC 4380), because Python's ``ipaddress`` judges the IPv6 form alone.
+   a rebinding attempt). IPv4 addresses embedded in IPv6 ones are unwrapped from the address's
+   bits and checked too: IPv4-mapped ``::ffff:a.b.c.d``, IPv4-translated ``::ffff:0:a.b.c.d``,
+   IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96`` (RFC 6052), 6to4 ``2002::/16``
+   (RFC 3056) and Teredo ``2001::/32`` (RFC 4380).
 3. Refused: unspecified, loopback, private (RFC 1918, ``fc00::/7``), shared CGNAT space
    ``100.64.0.0/10`` (RFC 6598), link-local (``169.254.0.0/16`` with the cloud metadata address
    ``169.254.169.254``; ``fe80::/10``), multicast, broadcast, documentation and benchmarking
-   ranges, the reserved ``240.0.0.0/4``, and anything else the IANA special-purpose registries
-   mark not globally reachable (``ipaddress``'s ``is_global``).
+   ranges, the reserved ``240.0.0.0/4``, the rest of what the IANA special-purpose registries
+   mark not globally reachable (local-use NAT64 ``64:ff9b:1::/48`` whatever it carries, 6to4
+   and Teredo, whose relays are not globally reachable: RFC 7526), and every IPv6 address
+   outside global unicast ``2000::/3`` that is not a mapped, translated or NAT64 form of a
+   public IPv4 address.
+
+The tables are ours, not ``ipaddress``'s ``is_global``/``is_private``: those changed within 3.12
+and 3.13 (3.12.1 calls 6to4 and ``64:ff9b:1::/48`` global; 3.13 judges ``::ffff:a.b.c.d`` by the
+IPv4 address), and a guard must decide the same on every interpreter. Sources: the IANA IPv4 and
+IPv6 Special-Purpose Address Registries (https://www.iana.org/assignments/iana-ipv4-special-
+registry, .../iana-ipv6-special-registry) and the IPv6 address space registry (RFC 4291 2.4).
 4. The connection goes to the checked address itself (the URL's host is replaced by it), never to
    a second resolution of the name, so DNS rebinding between check and connect cannot work; the
    ``Host`` header keeps the name, and TLS sends it as SNI and verifies the certificate against
@@ -80,8 +89,12 @@ _V4_REFUSED: tuple[tuple[IPv4Network, str], ...] = tuple(
         ("169.254.0.0/16", "a link-local address (cloud metadata lives here)"),  # RFC 3927
         ("172.16.0.0/12", "a private address"),  # RFC 1918
         ("192.0.0.0/24", "a reserved (IETF protocol assignment) address"),  # RFC 6890
+        ("192.0.2.0/24", "a documentation address"),  # RFC 5737
+        ("192.88.99.0/24", "a 6to4 relay anycast address (deprecated)"),  # RFC 7526
         ("192.168.0.0/16", "a private address"),  # RFC 1918
         ("198.18.0.0/15", "a benchmarking address"),  # RFC 2544
+        ("198.51.100.0/24", "a documentation address"),  # RFC 5737
+        ("203.0.113.0/24", "a documentation address"),  # RFC 5737
         ("224.0.0.0/4", "a multicast address"),  # RFC 5771
         ("255.255.255.255/32", "the broadcast address"),  # RFC 919
         ("240.0.0.0/4", "a reserved address"),  # RFC 1112
@@ -92,15 +105,26 @@ _V6_REFUSED: tuple[tuple[IPv6Network, str], ...] = tuple(
         ("::/128", "the unspecified address"),  # RFC 4291
         ("::1/128", "a loopback address"),  # RFC 4291
         ("64:ff9b:1::/48", "a local-use NAT64 address"),  # RFC 8215
+        ("100::/64", "a discard-only address"),  # RFC 6666
+        ("2001::/32", "a Teredo address (its relays are not globally reachable)"),  # RFC 4380
+        ("2001::/23", "a reserved (IETF protocol assignment) address"),  # RFC 2928
+        ("2001:db8::/32", "a documentation address"),  # RFC 3849
+        ("2002::/16", "a 6to4 address (its relays are not globally reachable)"),  # RFC 7526
+        ("3fff::/20", "a documentation address"),  # RFC 9637
         ("fc00::/7", "a private (unique local) address"),  # RFC 4193
         ("fe80::/10", "a link-local address"),  # RFC 4291
         ("fec0::/10", "a site-local address"),  # RFC 3879
         ("ff00::/8", "a multicast address"),  # RFC 4291
     )
 )
+_GLOBAL_UNICAST = IPv6Network("2000::/3")  # RFC 4291 2.4; the rest is reserved or unassigned
+_MAPPED = IPv6Network("::ffff:0:0/96")  # RFC 4291 2.5.5.2
+_TRANSLATED = IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
 _NAT64 = IPv6Network("64:ff9b::/96")  # RFC 6052
-_MAPPED_TRANSLATED = IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
 _COMPATIBLE = IPv6Network("::/96")  # RFC 4291 2.5.5.1, deprecated
+_SIXTOFOUR = IPv6Network("2002::/16")  # RFC 3056: 2002:a.b.c.d::/48
+_TEREDO = IPv6Network("2001::/32")  # RFC 4380 4: server in bits 32-63, client inverted in 96-127
+_CARRIERS = (_MAPPED, _TRANSLATED, _NAT64)  # judged by the IPv4 address they carry
 
 
 class UrlRefused(ToolError):
@@ -147,42 +171,50 @@ class NetworkPolicy:
 
 
 def embedded_ipv4(address: IPv6Address) -> list[IPv4Address]:
-    """The IPv4 addresses an IPv6 address carries: mapped, translated, compatible, NAT64, 6to4
-    and both Teredo ones (server and client). Empty for a plain IPv6 address."""
-    low32 = IPv4Address(int(address) & 0xFFFFFFFF)
-    found: list[IPv4Address] = []
-    if address.ipv4_mapped is not None:
-        found.append(address.ipv4_mapped)
-    if address in _MAPPED_TRANSLATED or address in _NAT64:
-        found.append(low32)
-    if address in _COMPATIBLE and int(address) > 1:  # ``::`` and ``::1`` are themselves
-        found.append(low32)
-    if address.sixtofour is not None:
-        found.append(address.sixtofour)
-    if address.teredo is not None:
-        found.extend(address.teredo)
-    return found
+    """The IPv4 addresses an IPv6 address carries, read from its bits: mapped, translated,
+    compatible, NAT64, 6to4 and both Teredo ones (server and client). Empty for a plain IPv6
+    address."""
+    bits = int(address)
+    low32 = IPv4Address(bits & 0xFFFFFFFF)
+    if any(address in network for network in _CARRIERS):
+        return [low32]
+    if address in _COMPATIBLE and bits > 1:  # ``::`` and ``::1`` are themselves
+        return [low32]
+    if address in _SIXTOFOUR:
+        return [IPv4Address((bits >> 80) & 0xFFFFFFFF)]
+    if address in _TEREDO:
+        return [IPv4Address((bits >> 64) & 0xFFFFFFFF), IPv4Address(~bits & 0xFFFFFFFF)]
+    return []
+
+
+def _shown(address: IPAddress) -> str:
+    """``address`` as text, a mapped one as ``::ffff:a.b.c.d`` (RFC 5952 5) on every Python
+    (3.12 prints ``::ffff:7f00:1``, 3.13 the dotted form)."""
+    if isinstance(address, IPv6Address) and address in _MAPPED:
+        return f"::ffff:{IPv4Address(int(address) & 0xFFFFFFFF)}"
+    return str(address)
 
 
 def _own_refusal(address: IPAddress) -> str | None:
-    """The refusal of one address by the tables and the IANA registries, unwrapping aside."""
+    """The refusal of one address by the tables, unwrapping aside."""
     table = _V4_REFUSED if isinstance(address, IPv4Address) else _V6_REFUSED
     for network, why in table:
         if address in network:
             return why
-    if not address.is_global:
-        return "a reserved or non-public address"
+    if isinstance(address, IPv6Address) and address not in _GLOBAL_UNICAST and not any(
+            address in network for network in _CARRIERS):
+        return "a reserved or non-public address (not global unicast)"
     return None
 
 
 def address_refusal(address: IPAddress) -> str | None:
     """Why a public-only policy refuses ``address`` (an IPv4 address embedded in an IPv6 one
-    included), or None when it is a public address."""
+    included), or None when it is a public address. The same answer on every Python version."""
     if isinstance(address, IPv6Address):
         for inner in embedded_ipv4(address):
             why = _own_refusal(inner)
             if why is not None:
-                return f"{inner} embedded in {address} is {why}"
+                return f"{inner} embedded in {_shown(address)} is {why}"
     return _own_refusal(address)
 
 
@@ -224,12 +256,18 @@ def _parse(url: str | httpx2.URL) -> httpx2.URL:
     return parsed
 
 
+def _literal(host: str) -> IPAddress | None:
+    """The address ``host`` spells, or None for a name."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
 async def _resolve(parsed: httpx2.URL, host: str, resolver: Resolver) -> list[IPAddress]:
     """The addresses of ``host``: an address literal itself, else the resolver's answer."""
-    try:
-        return [ipaddress.ip_address(host)]
-    except ValueError:
-        pass
+    if (literal := _literal(host)) is not None:
+        return [literal]
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
         addresses = await resolver(host, port)
@@ -253,7 +291,8 @@ async def check_url(url: str | httpx2.URL, policy: NetworkPolicy,
     for address in addresses:
         why = policy.refusal(address)
         if why is not None:
-            where = "it is" if str(address) == host else f"{host} resolves to {address},"
+            where = ("it is" if _literal(host) == address
+                     else f"{host} resolves to {_shown(address)},")
             raise UrlRefused(str(parsed), f"{where} {why}", address)
     return Target(parsed, host, tuple(addresses))
 

@@ -55,7 +55,10 @@ REFUSED = [
     ("240.0.0.1", "reserved"),
     ("192.0.0.170", "reserved"),
     ("198.18.0.1", "benchmarking"),
-    ("192.0.2.1", "non-public"),  # documentation
+    ("192.0.2.1", "documentation"),
+    ("198.51.100.7", "documentation"),
+    ("203.0.113.9", "documentation"),
+    ("192.88.99.1", "6to4 relay"),
     ("::1", "loopback"),
     ("::", "unspecified"),
     ("fe80::1", "link-local"),
@@ -64,7 +67,13 @@ REFUSED = [
     ("fd12:3456::1", "private"),
     ("fec0::1", "site-local"),
     ("ff02::1", "multicast"),
-    ("2001:db8::1", "non-public"),  # documentation
+    ("2001:db8::1", "documentation"),
+    ("3fff::1", "documentation"),  # RFC 9637 (2024)
+    ("100::1", "discard-only"),
+    ("2001:2::1", "IETF protocol assignment"),  # benchmarking, inside 2001::/23
+    ("4000::1", "not global unicast"),  # unassigned
+    ("5f00::1", "not global unicast"),  # SRv6 SIDs (RFC 9602)
+    ("::8.8.8.8", "not global unicast"),  # IPv4-compatible, deprecated: even of a public one
     ("64:ff9b:1::1", "local-use NAT64"),
     # IPv4 inside IPv6: ipaddress judges these by the IPv6 form alone.
     ("::ffff:127.0.0.1", "127.0.0.1 embedded in ::ffff:127.0.0.1 is a loopback"),
@@ -81,9 +90,11 @@ REFUSED = [
     ("2002:a9fe:a9fe::", "169.254.169.254 embedded in 2002:a9fe:a9fe:: is a link-local"),
     ("2002:c0a8:101::1", "192.168.1.1 embedded in 2002:c0a8:101::1 is a private"),
     # 6to4 and Teredo are refused whatever they carry: relays are not globally reachable
-    # (RFC 7526 deprecated 6to4's anycast), so ipaddress's is_global is False for them.
-    ("2002:808:808::1", "non-public"),
-    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "non-public"),
+    # (RFC 7526 deprecated 6to4's anycast). Python 3.12.1's ipaddress calls 6to4 global.
+    ("2002:808:808::1", "6to4"),
+    ("64:ff9b:1::808:808", "local-use NAT64"),  # 3.12.1's ipaddress: global
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45 embedded in"),  # documentation
+    ("2001:0:4136:e378:8000:63bf:f7f7:f7f7", "Teredo"),  # both carried addresses public
     # Teredo: the client address is stored inverted (RFC 4380 4).
     ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1 embedded in"),
 ]
@@ -112,6 +123,35 @@ def test_public_addresses_are_allowed(address: str) -> None:
     assert address_refusal(ipaddress.ip_address(address)) is None
 
 
+@pytest.fixture
+def other_ipaddress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``ipaddress`` whose judgements and unwrapping all differ from this interpreter's:
+    every address global and none private or reserved, no embedded IPv4 found, and mapped
+    addresses printed in hex (as 3.12 does)."""
+    for cls in (ipaddress.IPv4Address, ipaddress.IPv6Address):
+        for name, value in (("is_global", True), ("is_private", False),
+                            ("is_reserved", False), ("is_link_local", False)):
+            monkeypatch.setattr(cls, name, property(lambda self, v=value: v))
+    for name in ("ipv4_mapped", "sixtofour", "teredo"):
+        monkeypatch.setattr(ipaddress.IPv6Address, name, property(lambda self: None))
+    plain = ipaddress.IPv6Address.__str__
+    monkeypatch.setattr(ipaddress.IPv6Address, "__str__",
+                        lambda self: plain(self).replace("::ffff:127.0.0.1", "::ffff:7f00:1"))
+
+
+@pytest.mark.parametrize(("address", "reason"), REFUSED)
+def test_refusals_do_not_depend_on_the_interpreters_ipaddress(
+        other_ipaddress: None, address: str, reason: str) -> None:
+    why = address_refusal(ipaddress.ip_address(address))
+    assert why is not None and reason in why
+
+
+@pytest.mark.parametrize("address", ALLOWED)
+def test_allowances_do_not_depend_on_the_interpreters_ipaddress(other_ipaddress: None,
+                                                                address: str) -> None:
+    assert address_refusal(ipaddress.ip_address(address)) is None
+
+
 @pytest.mark.parametrize(("address", "inner"), [
     ("::ffff:1.2.3.4", ["1.2.3.4"]),
     ("::ffff:0:1.2.3.4", ["1.2.3.4"]),
@@ -125,6 +165,14 @@ def test_public_addresses_are_allowed(address: str) -> None:
 def test_embedded_ipv4_addresses_are_unwrapped(address: str, inner: list[str]) -> None:
     found = embedded_ipv4(ipaddress.IPv6Address(address))
     assert [str(a) for a in found] == inner
+
+
+async def test_a_mapped_literal_is_named_as_written_on_every_python(
+        other_ipaddress: None) -> None:
+    with pytest.raises(UrlRefused) as info:
+        await check_url("http://[::ffff:127.0.0.1]:8080/", PUBLIC)
+    assert info.value.reason == ("it is 127.0.0.1 embedded in ::ffff:127.0.0.1 is a "
+                                 "loopback address")
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.1", "::ffff:127.0.0.1", "fe80::1"])
