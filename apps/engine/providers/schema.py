@@ -5,8 +5,11 @@ OpenAI-compatible servers (``parameters``) take that schema as is. Gemini's
 ``functionDeclarations[].parameters`` is a ``Schema`` proto, "a select subset of an OpenAPI 3.0
 schema object" (https://ai.google.dev/api/caching#Schema): an unknown keyword anywhere makes
 the whole request fail with 400 ``Unknown name "..."``, ``type`` is one enum value, not a list,
-and ``enum`` is for STRING only. :func:`to_gemini_schema` rewrites a schema into that subset
-(shared/cases/provider README, SCHEMA-SANITIZE; cases 047, 048, 049, 051):
+and is required; ``enum`` is for STRING only, ``items`` for ARRAY only (and required there),
+``properties``/``required`` for OBJECT only ("only allowed for OBJECT type"). One bad node in
+one tool fails every request. :func:`to_gemini_schema` rewrites a schema into that subset
+(shared/cases/provider README, SCHEMA-SANITIZE; cases 047, 048, 049, 051; and the MCP servers
+whose schemas broke Gemini clients, in tests/unit/engine/test_gemini_schema_subset.py):
 
 1. ``$ref`` is inlined (JSON pointers into the document: ``#/$defs/X``, ``#/definitions/X``,
    ``#``); a reference already being expanded on the current path (recursion) or nested past
@@ -23,6 +26,14 @@ and ``enum`` is for STRING only. :func:`to_gemini_schema` rewrites a schema into
    lists break on the next keyword a schema generator invents); ``required`` keeps only declared
    properties and an empty ``properties`` is left out, since Gemini rejects both ("property is
    not defined", "should be non-empty for OBJECT type").
+7. Every keyword sits on the type it belongs to (:data:`TYPE_KEYWORDS`); the others are dropped
+   (a string's ``items`` hint, a ``minItems`` beside ``type: "string"``). A node without a type
+   takes the one its keywords imply (``properties`` object, ``items`` array, ``pattern``
+   string, ``minimum`` number); a node that states no type at all (``{}``, ``true``, a
+   description alone: any value) becomes :data:`ANY_VALUE`, an ``anyOf`` of every type, since
+   Gemini has no "any". An array without ``items`` gets ``ANY_VALUE`` items. Counts
+   (``minItems``, ``maxLength``...) must be non-negative integers, bounds numbers.
+8. The top level is an OBJECT (Gemini: "schema at top-level requires ... 'type'").
 """
 
 from __future__ import annotations
@@ -34,10 +45,12 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 __all__ = [
+    "ANY_VALUE",
     "GEMINI_KEYWORDS",
     "MAX_REF_DEPTH",
     "SchemaProvider",
     "export_parameters",
+    "to_gemini_parameters",
     "to_gemini_schema",
 ]
 
@@ -65,11 +78,34 @@ _FORMATS = {
     "number": frozenset({"float", "double"}),
     "integer": frozenset({"int32", "int64"}),
 }
-_COPIED = ("minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern",
-           "minProperties", "maxProperties")
+TYPE_KEYWORDS = {
+    "object": ("properties", "required", "propertyOrdering", "minProperties", "maxProperties"),
+    "array": ("items", "minItems", "maxItems"),
+    "string": ("enum", "format", "minLength", "maxLength", "pattern"),
+    "number": ("format", "minimum", "maximum"),
+    "integer": ("format", "minimum", "maximum"),
+    "boolean": (),
+}
+"""The Gemini keywords each type allows; ``description`` and ``nullable`` go anywhere."""
+
+ANY_VALUE: dict[str, Any] = {"anyOf": [
+    {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "object"},
+    {"type": "array", "items": {"type": "string"}},
+]}
+"""What a schema that admits any value becomes: Gemini has no untyped node."""
+
+_COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
+_BOUNDS = ("minimum", "maximum")
+# A node without a type is given the first type whose keywords it uses.
+_IMPLIED_BY = (
+    ("object", ("properties", "minProperties", "maxProperties")),
+    ("array", ("items", "prefixItems", "minItems", "maxItems")),
+    ("string", ("minLength", "maxLength", "pattern")),
+    ("number", ("minimum", "maximum")),
+)
 # Keywords that belong to one JSON type: when a ``type`` list splits into ``anyOf`` branches,
 # each branch takes the keywords of its own type.
-_TYPE_KEYWORDS = {
+_JSON_TYPE_KEYWORDS = {
     "object": ("properties", "required", "propertyOrdering", "minProperties", "maxProperties",
                "additionalProperties"),
     "array": ("items", "prefixItems", "minItems", "maxItems"),
@@ -86,21 +122,38 @@ def export_parameters(provider: SchemaProvider | str, schema: Mapping[str, Any])
 
     ``anthropic`` (``input_schema``) and ``openai`` (``function.parameters``): the schema
     unchanged (a deep copy). ``gemini`` (``functionDeclarations[].parameters``):
-    :func:`to_gemini_schema`. ValueError for another provider.
+    :func:`to_gemini_parameters`. ValueError for another provider.
     """
     if provider in ("anthropic", "openai"):
         return copy.deepcopy(dict(schema))
     if provider == "gemini":
-        return to_gemini_schema(schema)
+        return to_gemini_parameters(schema)
     raise ValueError(f"unknown provider {provider!r}; expected anthropic, openai or gemini")
 
 
 def to_gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Rewrite a JSON Schema into the subset Gemini's ``Schema`` accepts (rules in the module
-    docstring). Never raises on odd input: what cannot be expressed is dropped or loosened."""
+    """Rewrite a JSON Schema into the subset Gemini's ``Schema`` accepts (rules 1-7 of the
+    module docstring). Never raises on odd input: what cannot be expressed is dropped or
+    loosened."""
     if not isinstance(schema, Mapping):
-        return {}
+        return _any_value({})
     return _GeminiConverter(schema).convert(schema, refs=(), depth=0)
+
+
+def to_gemini_parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's parameter schema as ``functionDeclarations[].parameters``: the conversion of
+    :func:`to_gemini_schema` with an OBJECT at the top (rule 8). An untyped top level is an
+    object; a top level of another type (no valid tool has one) keeps only its description."""
+    if not isinstance(schema, Mapping):
+        return {"type": "object"}
+    root = _GeminiConverter(schema).convert(schema, refs=(), depth=0, fill=False)
+    alternatives = [b for b in root.pop("anyOf", ()) if b.get("type") == "object"]
+    if root.get("type") not in (None, "object"):
+        root = {k: root[k] for k in ("description",) if k in root}
+    root["type"] = "object"
+    if alternatives:  # object alternatives: a union of argument shapes
+        root["anyOf"] = alternatives
+    return _ordered(root)
 
 
 class _GeminiConverter:
@@ -109,10 +162,15 @@ class _GeminiConverter:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
 
-    def convert(self, node: Any, *, refs: tuple[str, ...], depth: int) -> dict[str, Any]:
-        """Convert one schema node; ``refs``: the references expanded on the path to it."""
+    def convert(self, node: Any, *, refs: tuple[str, ...], depth: int,
+                fill: bool = True) -> dict[str, Any]:
+        """Convert one schema node; ``refs``: the references expanded on the path to it.
+        ``fill``: give a node that states no type :data:`ANY_VALUE` (not for union branches,
+        where a branch that says nothing is dropped instead)."""
         if not isinstance(node, Mapping):
-            return {}  # boolean schemas (true/false) carry no shape Gemini can state
+            # a boolean schema: true admits any value (a property that is false, which admits
+            # none, is left out by object_keywords)
+            return _any_value({}) if fill else {}
         if depth > MAX_NESTING:
             return dict(_PLACEHOLDER)
         expanded = self.expand(node, refs)
@@ -127,6 +185,8 @@ class _GeminiConverter:
             out = self.single(node, refs=refs, depth=depth)
         if nullable:
             out["nullable"] = True
+        if fill and "type" not in out and "anyOf" not in out:
+            out = _any_value(out)
         return _ordered(out)
 
     # -- references and allOf ---------------------------------------------------------------
@@ -192,13 +252,13 @@ class _GeminiConverter:
         from_type_list = "anyOf" not in node and "oneOf" not in node
         drop = {"anyOf", "oneOf", "nullable"}
         if from_type_list:  # the type keywords went into the branches
-            drop |= {"type", *_ALL_TYPED}
+            drop |= {"type", *_ALL_JSON_TYPED}
         shared = {k: v for k, v in node.items() if k not in drop}
         converted: list[dict[str, Any]] = []
         for branch in branches:
             if _is_null(branch):
                 continue
-            out = self.convert(branch, refs=refs, depth=depth + 1)
+            out = self.convert(branch, refs=refs, depth=depth + 1, fill=False)
             if out.pop("nullable", False):  # a nullable branch makes the whole node nullable
                 shared["nullable"] = True
             if out and out not in converted:
@@ -209,12 +269,14 @@ class _GeminiConverter:
         if all(_is_string_enum(b) for b in converted) and own.get("type") in (None, "string"):
             values = _unique([v for b in converted for v in b["enum"]])
             return {**own, "type": "string", "enum": values}
-        return {**own, "anyOf": converted}
+        branches_out = [b if "type" in b or "anyOf" in b else _any_value(b) for b in converted]
+        return {**own, "anyOf": [_ordered(b) for b in branches_out]}
 
     # -- one typed node --------------------------------------------------------------------
     def single(self, node: Mapping[str, Any], *, refs: tuple[str, ...], depth: int
                ) -> dict[str, Any]:
-        """A node with at most one type: keep the allowed keywords, converting children."""
+        """A node with at most one type: keep the keywords of that type (rule 7), converting
+        children; an array gets items."""
         out: dict[str, Any] = {"nullable": True} if node.get("nullable") is True else {}
         kind = _type_of(node)
         if kind is not None:
@@ -222,20 +284,27 @@ class _GeminiConverter:
         if isinstance(node.get("description"), str):
             out["description"] = node["description"]
         _enum_into(out, node)
-        if (fmt := node.get("format")) in _FORMATS.get(out.get("type", ""), ()):
+        kind = out.get("type")
+        allowed = TYPE_KEYWORDS.get(kind, ())
+        if "format" in allowed and (fmt := node.get("format")) in _FORMATS[kind]:
             out["format"] = fmt
-        out.update(self.object_keywords(node, refs=refs, depth=depth))
-        if (items := self.items(node, refs=refs, depth=depth)) is not None:
-            out["items"] = items
-        out.update({k: node[k] for k in _COPIED if _is_scalar(node.get(k))})
-        if out.get("type") is None and "properties" in out:
-            out["type"] = "object"
+        if kind == "object":
+            out.update(self.object_keywords(node, refs=refs, depth=depth))
+        if kind == "array":
+            out["items"] = self.items(node, refs=refs, depth=depth) or _any_value({})
+        out.update({k: node[k] for k in _COUNTS if k in allowed and _is_count(node.get(k))})
+        out.update({k: node[k] for k in _BOUNDS if k in allowed and _is_number(node.get(k))})
+        if "pattern" in allowed and isinstance(node.get("pattern"), str):
+            out["pattern"] = node["pattern"]
         return out
 
     def object_keywords(self, node: Mapping[str, Any], *, refs: tuple[str, ...], depth: int
                         ) -> dict[str, Any]:
-        """``properties`` (converted), ``required`` and ``propertyOrdering`` limited to them."""
+        """``properties`` (converted; one whose schema is ``false`` may not be sent, so it is
+        left out), ``required`` and ``propertyOrdering`` limited to them."""
         props = node.get("properties")
+        if isinstance(props, Mapping):
+            props = {name: sub for name, sub in props.items() if sub is not False}
         if not isinstance(props, Mapping) or not props:
             return {}
         out: dict[str, Any] = {"properties": {
@@ -261,7 +330,7 @@ class _GeminiConverter:
         return None
 
 
-_ALL_TYPED = frozenset(k for keys in _TYPE_KEYWORDS.values() for k in keys)
+_ALL_JSON_TYPED = frozenset(k for keys in _JSON_TYPE_KEYWORDS.values() for k in keys)
 
 
 def _union_branches(node: Mapping[str, Any]) -> list[Any] | None:
@@ -276,22 +345,40 @@ def _union_branches(node: Mapping[str, Any]) -> list[Any] | None:
     real = _unique([t for t in types if t != "null"])
     if len(real) < 2:
         return None
-    return [{"type": t, **{k: node[k] for k in _TYPE_KEYWORDS.get(t, ()) if k in node}}
+    return [{"type": t, **{k: node[k] for k in _JSON_TYPE_KEYWORDS.get(t, ()) if k in node}}
             for t in real]
 
 
 def _type_of(node: Mapping[str, Any]) -> str | None:
-    """The single JSON type of a node (a one-type list counts), inferred from ``const``/``enum``
-    of strings or from ``properties``; None when it has none Gemini knows."""
+    """The single JSON type of a node (a one-type list counts), or the one its keywords imply
+    (a string ``const``/``enum``, then :data:`_IMPLIED_BY`); None when it states none."""
     kind = node.get("type")
     if isinstance(kind, list):
         real = [t for t in kind if t != "null"]
         kind = real[0] if len(real) == 1 else None
     if isinstance(kind, str) and kind in _JSON_TYPES:
         return kind
-    if kind is None and _enum_values(node) and all(isinstance(v, str) for v in _enum_values(node)):
+    values = _enum_values(node)
+    if values and all(isinstance(v, str) for v in values):
         return "string"
+    if values:
+        return None  # other literals: _enum_into gives their type
+    for implied, keywords in _IMPLIED_BY:
+        if any(_states(node, k) for k in keywords):
+            return implied
     return None
+
+
+def _states(node: Mapping[str, Any], keyword: str) -> bool:
+    """Whether ``keyword`` says something in ``node`` (an empty ``properties`` does not)."""
+    value = node.get(keyword)
+    if keyword == "properties":
+        return isinstance(value, Mapping) and bool(value)
+    if keyword in ("items", "prefixItems"):
+        return isinstance(value, Mapping | list)
+    if keyword == "pattern":
+        return isinstance(value, str)
+    return _is_number(value)
 
 
 def _enum_values(node: Mapping[str, Any]) -> list[Any]:
@@ -359,6 +446,12 @@ def _is_string_enum(branch: Mapping[str, Any]) -> bool:
             and set(branch) <= {"type", "enum", "description", "format"})
 
 
+def _any_value(out: Mapping[str, Any]) -> dict[str, Any]:
+    """:data:`ANY_VALUE` keeping the node's description and nullability."""
+    kept = {k: out[k] for k in ("description", "nullable") if k in out}
+    return {**copy.deepcopy(ANY_VALUE), **kept}
+
+
 def _placeholder(node: Mapping[str, Any]) -> dict[str, Any]:
     """What replaces a recursive or unresolvable reference: any object, keeping a sibling
     description so the model still knows what the field is."""
@@ -368,13 +461,33 @@ def _placeholder(node: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_GEMINI_TYPED = frozenset(k for keys in TYPE_KEYWORDS.values() for k in keys)
+
+
 def _ordered(out: dict[str, Any]) -> dict[str, Any]:
-    """The allowed keywords in :data:`GEMINI_KEYWORDS` order (readable CLI output)."""
-    return {k: out[k] for k in GEMINI_KEYWORDS if k in out}
+    """The node as sent: the keywords its type allows (none of the typed ones on an untyped
+    ``anyOf`` node), ``required``/``propertyOrdering`` naming declared properties only, in
+    :data:`GEMINI_KEYWORDS` order (readable CLI output). A guard after the merges of unions and
+    ``allOf``, which can bring a keyword to a node of another type."""
+    allowed = TYPE_KEYWORDS.get(out.get("type"), ())
+    node = {k: out[k] for k in GEMINI_KEYWORDS
+            if k in out and (k not in _GEMINI_TYPED or k in allowed)}
+    declared = node.get("properties") or {}
+    for key in ("required", "propertyOrdering"):
+        names = [n for n in node.pop(key, ()) if n in declared]
+        if names:
+            node[key] = names
+    if node.get("type") == "array" and "items" not in node:
+        node["items"] = _any_value({})
+    return {k: node[k] for k in GEMINI_KEYWORDS if k in node}
 
 
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (int, float, str)) and not isinstance(value, bool)
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _as_list(value: Any) -> list[Any]:

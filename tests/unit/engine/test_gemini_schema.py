@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from apps.engine.providers.schema import GEMINI_KEYWORDS, export_parameters, to_gemini_schema
+from apps.engine.providers.schema import (
+    ANY_VALUE,
+    GEMINI_KEYWORDS,
+    export_parameters,
+    to_gemini_parameters,
+    to_gemini_schema,
+)
 
 S = {"type": "string"}
 
@@ -175,15 +181,62 @@ TABLE: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("tuple items become one anyOf items schema",
      {"type": "array", "prefixItems": [{"type": "number"}, S], "items": False},
      {"type": "array", "items": {"anyOf": [{"type": "number"}, S]}}),
-    ("boolean subschemas carry no shape",
+    ("a boolean subschema admits any value",
      {"type": "object", "properties": {"anything": True}},
-     {"type": "object", "properties": {"anything": {}}}),
+     {"type": "object", "properties": {"anything": ANY_VALUE}}),
+    ("a property whose schema is false may not be sent: it is left out",
+     {"type": "object", "properties": {"a": S, "never": False}, "required": ["a", "never"]},
+     {"type": "object", "properties": {"a": S}, "required": ["a"]}),
     ("OpenAPI nullable passes through",
      {"type": "string", "nullable": True},
      {"type": "string", "nullable": True}),
-    ("unknown type names dropped",
+    ("unknown type names dropped: the node admits any value",
      {"type": "any", "description": "whatever"},
-     {"description": "whatever"}),
+     {"description": "whatever", **ANY_VALUE}),
+    # Rule 7: every keyword on its own type, every node typed, every array with items.
+    ("an array without items gets items that admit any value",
+     {"type": "array", "minItems": 1},
+     {"type": "array", "items": ANY_VALUE, "minItems": 1}),
+    ("items on a string are dropped, the type stays",
+     {"type": "string", "items": S, "description": "one, or a range of two"},
+     {"type": "string", "description": "one, or a range of two"}),
+    ("object keywords on a string are dropped",
+     {"type": "string", "properties": {"a": S}, "required": ["a"], "maxProperties": 2},
+     {"type": "string"}),
+    ("array and number keywords on a string are dropped",
+     {"type": "string", "minItems": 1, "maximum": 3, "maxLength": 8},
+     {"type": "string", "maxLength": 8}),
+    ("string keywords on an integer are dropped",
+     {"type": "integer", "pattern": "^[0-9]+$", "minLength": 1, "minimum": 0},
+     {"type": "integer", "minimum": 0}),
+    ("items imply an array",
+     {"items": S},
+     {"type": "array", "items": S}),
+    ("a pattern implies a string, a minimum a number",
+     {"type": "object", "properties": {"p": {"pattern": "^a"}, "n": {"minimum": 1}}},
+     {"type": "object", "properties": {"p": {"type": "string", "pattern": "^a"},
+                                       "n": {"type": "number", "minimum": 1}}}),
+    ("counts that are not non-negative integers are dropped",
+     {"type": "string", "minLength": -1, "maxLength": 2.5, "pattern": 7},
+     {"type": "string"}),
+    ("bounds that are not numbers are dropped",
+     {"type": "number", "minimum": "0", "maximum": True},
+     {"type": "number"}),
+    ("a description alone admits any value",
+     {"type": "object", "properties": {"v": {"description": "Value to set"}}},
+     {"type": "object", "properties": {"v": {"description": "Value to set", **ANY_VALUE}}}),
+    ("type null alone is a nullable value of any type",
+     {"type": "null"},
+     {"nullable": True, **ANY_VALUE}),
+    ("an untyped branch of a union admits any value",
+     {"anyOf": [{"type": "integer"}, {"description": "anything else"}]},
+     {"anyOf": [{"type": "integer"}, {"description": "anything else", **ANY_VALUE}]}),
+    ("an array branch of a union gets items",
+     {"oneOf": [{"type": "array"}, {"type": "string"}]},
+     {"anyOf": [{"type": "array", "items": ANY_VALUE}, S]}),
+    ("a merged branch brings no keyword of another type",
+     {"type": "object", "properties": {"a": S}, "anyOf": [{"type": "string", "enum": ["x"]}]},
+     {"type": "object", "properties": {"a": S}}),
 ]
 
 
@@ -279,7 +332,7 @@ def test_anthropic_and_openai_receive_the_schema_as_is(provider: str) -> None:
 
 
 def test_gemini_export_is_the_conversion_and_unknown_providers_fail() -> None:
-    assert export_parameters("gemini", REAL_WORLD[1]) == to_gemini_schema(REAL_WORLD[1])
+    assert export_parameters("gemini", REAL_WORLD[1]) == to_gemini_parameters(REAL_WORLD[1])
     with pytest.raises(ValueError, match="unknown provider"):
         export_parameters("cohere", {})
 

@@ -39,7 +39,7 @@ from apps.engine.messages import (
     ToolUseBlock,
 )
 from apps.engine.providers.gemini.thinking import is_gemini3, thinking_config
-from apps.engine.providers.schema import to_gemini_schema
+from apps.engine.providers.schema import to_gemini_parameters
 
 __all__ = ["SERVER_TOOLS", "SKIP_SIGNATURE", "build_body", "contents_of", "tools_of"]
 
@@ -124,7 +124,7 @@ def tool_param(tool: ToolDefinition) -> dict[str, Any]:
     declaration: dict[str, Any] = {"name": tool.name}
     if tool.description:
         declaration["description"] = tool.description
-    declaration["parameters"] = to_gemini_schema(tool.parameters)
+    declaration["parameters"] = to_gemini_parameters(tool.parameters)
     return declaration
 
 
