@@ -58,7 +58,8 @@ class ProviderError(EngineError):
     ``provider``: the protocol ("anthropic", "openai", "gemini"); ``raw``: the provider's error
     object as parsed JSON (or text); ``in_stream``: raised from inside a 200 stream;
     ``input_tokens`` / ``limit_tokens``: for ``context_length_exceeded``, the counts the
-    provider's message gave, when it gave them.
+    provider's message gave, when it gave them; ``stop_reason``: the finish reason the provider
+    had already sent when the error came (its raw value), else None.
     """
 
     def __init__(
@@ -73,6 +74,7 @@ class ProviderError(EngineError):
         in_stream: bool = False,
         input_tokens: int | None = None,
         limit_tokens: int | None = None,
+        stop_reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = ErrorKind(kind)
@@ -84,6 +86,7 @@ class ProviderError(EngineError):
         self.in_stream = in_stream
         self.input_tokens = input_tokens
         self.limit_tokens = limit_tokens
+        self.stop_reason = stop_reason
 
     @property
     def retryable(self) -> bool:
@@ -91,7 +94,8 @@ class ProviderError(EngineError):
         return self.kind.retryable
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"kind", "message", "status", "retry_after_s", "provider", "in_stream"}``."""
+        """``{"kind", "message", "status", "retry_after_s", "provider", "in_stream",
+        "stop_reason"}``."""
         return {
             "kind": str(self.kind),
             "message": self.message,
@@ -99,6 +103,7 @@ class ProviderError(EngineError):
             "retry_after_s": self.retry_after_s,
             "provider": self.provider,
             "in_stream": self.in_stream,
+            "stop_reason": self.stop_reason,
         }
 
     def __repr__(self) -> str:

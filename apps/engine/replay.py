@@ -82,7 +82,8 @@ def replay(protocol: str, chunks: Iterable[bytes]) -> dict[str, Any]:
         "server_tool_calls": [b.raw for b in blocks if isinstance(b, ServerToolBlock)
                               and b.raw.get("type") == "server_tool_use"],
         "usage": assembler.usage.model_dump() if assembler.usage else None,
-        "finish_reason": assembler.stop_reason,
+        # a finish reason sent before an error chunk is still the provider's finish reason
+        "finish_reason": assembler.stop_reason or (error.stop_reason if error else None),
         "error": _error(error),
         "citations": assembler.citations,
         "grounding_metadata": assembler.grounding_metadata,

@@ -2,7 +2,12 @@
 
 One classifier serves HTTP error responses and errors inside a 200 stream (shared/cases/provider,
 ERROR-CLASSIFY): the structured code first, then the context-overflow message patterns, then the
-HTTP status. Sources of the codes:
+HTTP status. A context-overflow message outranks a generic code (``server_error``,
+``api_error``, ``invalid_request_error``, a bare 400 or 500): local servers send exactly that
+(llama.cpp ``{"code": 500, "type": "server_error", "message": "Context size has been
+exceeded."}``, Ollama's ``api_error``, LM Studio's bare string), and only
+``context_length_exceeded`` leads to compaction instead of five retries of the same request.
+Sources of the codes:
 
 - Anthropic: https://docs.anthropic.com/en/api/errors (``error.type``; 529 overloaded_error)
 - OpenAI: https://platform.openai.com/docs/guides/error-codes (``error.code`` / ``error.type``)
@@ -109,14 +114,49 @@ _CONTEXT_PATTERNS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
         (r"exceed the configured limit of (\d+) tokens\.\s*Your messages resulted in (\d+)", "li"),
         # Mistral: "Prompt contains 140000 tokens, too large for model with 131072 maximum"
         (r"prompt contains (\d+) tokens.{0,40}?too large for model with (\d+)", "il"),
+        # llama.cpp server: "request (4390 tokens) exceeds the available context size (4096
+        # tokens), try increasing it"; older "the request exceeds the available context size.
+        # try increasing the context size or enable context shift" (ggml-org/llama.cpp#15780,
+        # #19774); llama.cpp and LM Studio MLX: "Context size has been exceeded."
+        (r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)", "il"),
+        (r"exceeds the available context size", None),
+        (r"context size has been exceeded", None),
+        # llama.cpp / LM Studio: "Cannot truncate prompt with n_keep (15028) >= n_ctx (7424)",
+        # "The number of tokens to keep from the initial prompt is greater than the context
+        # length (n_keep: 13055>= n_ctx: 4096)" (anomalyco/opencode#11141, Gitlawb/openclaude#353)
+        (r"n_keep:? \(?(\d+)\)?\s*>=\s*n_ctx:? \(?(\d+)", "il"),
+        # LM Studio: "Trying to keep the first 15857 tokens when context the overflows. However,
+        # the model is loaded with context length of only 4096 tokens" (lmstudio-bug-tracker#237)
+        (r"keep the first (\d+) tokens when context (?:the )?overflows.*?context length of only "
+         r"(\d+)", "il"),
+        # llama-cpp-python: "Requested tokens (2285) exceed context window of 2048"
+        (r"requested tokens \((\d+)\) exceed context window of (\d+)", "il"),
+        # vLLM: "The decoder prompt (length 9254) is longer than the maximum model length of
+        # 4096", V1 "Prompt length of 9254 is longer than the maximum model length of 4096"
+        (r"(?:prompt \(length|prompt length of) (\d+)\)? is longer than the maximum model "
+         r"length of (\d+)", "il"),
+        # Together: "The input (516368 tokens) is longer than the model's context length
+        # (262144 tokens)."
+        (r"input \((\d+) tokens\) is longer than the model's context length \((\d+)", "il"),
+        # Ollama: "prompt too long; exceeded max context length by 4 tokens" (by how much, not
+        # the count); embeddings and truncate=false: "the input length exceeds the context length"
+        (r"exceeded max context length", None),
+        (r"input length exceeds the (?:maximum )?context length", None),
+        # Moonshot: "Your request exceeded model token limit: 262144"; DashScope (Qwen): "Range of
+        # input length should be [1, 129024]"
+        (r"exceeded model token limit", None),
+        (r"range of input length should be", None),
         # Perplexity and others
         (r"total length of all messages is too long", None),
-        (r"exceeds the context window", None),
+        (r"exceeds the (?:model's )?context (?:window|length)", None),
+        (r"context window (?:is full|exceeded)", None),
         (r"context[ _]length[ _]exceeded", None),
         (r"reduce the length of the messages", None),
         (r"too many (?:input )?tokens", None),
     )
 )
+# Codes that say only "something failed": a context-overflow message outranks them.
+_GENERIC = frozenset({None, K.SERVER, K.INVALID_REQUEST, K.CONTEXT_LENGTH_EXCEEDED})
 
 _CONTENT_PATTERNS = re.compile(r"content (?:management )?policy|safety system|blocked", re.I)
 
@@ -218,6 +258,19 @@ def _context_counts(message: str) -> tuple[bool, int | None, int | None]:
     return False, None, None
 
 
+def _count_fields(err: dict[str, Any], limit: int | None) -> tuple[int | None, int | None]:
+    """llama.cpp's counts beside its message: ``n_prompt_tokens`` and ``n_ctx``
+    (ggml-org/llama.cpp#15780); ``(None, limit)`` without them."""
+    prompt, context = _count(err.get("n_prompt_tokens")), _count(err.get("n_ctx"))
+    if prompt is None:
+        return None, limit
+    return prompt, context if context is not None else limit
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _codes(err: dict[str, Any]) -> list[str]:
     details = err.get("details") if isinstance(err.get("details"), list) else []
     reasons = [d.get("reason") for d in details if isinstance(d, dict)
@@ -250,8 +303,8 @@ def classify_error(
     """Turn an error response body (raw bytes/text, or already parsed JSON) into a ProviderError.
 
     ``status``: the HTTP status (None or 200 for an error inside a stream). Order: structured
-    code, then context-overflow patterns over the message (they outrank a generic
-    ``invalid_request_error``), then the numeric status; an in-stream error nobody classified is
+    code, then context-overflow patterns over the message (they outrank a generic code, see the
+    module docstring), then the numeric status; an in-stream error nobody classified is
     ``server``.
     """
     parsed = _parse_body(body)
@@ -263,8 +316,10 @@ def classify_error(
         if kind is not None:
             break
     is_context, input_tokens, limit = _context_counts(message)
-    if is_context and kind in (None, K.INVALID_REQUEST, K.CONTEXT_LENGTH_EXCEEDED):
+    if is_context and kind in _GENERIC:
         kind = K.CONTEXT_LENGTH_EXCEEDED
+    if kind is K.CONTEXT_LENGTH_EXCEEDED and input_tokens is None:
+        input_tokens, limit = _count_fields(err, limit)
     if kind is None:
         kind = _kind_from_status(_numeric_status(err, status))
     if kind in (None, K.INVALID_REQUEST) and _CONTENT_PATTERNS.search(message) and status != 400:

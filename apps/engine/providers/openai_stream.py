@@ -19,8 +19,11 @@ of the vendor, so one translator serves every profile:
   structure says so (another call starts, ``finish_reason``, ``[DONE]``), never when its text
   happens to parse as JSON.
 - The turn is complete at ``finish_reason`` or ``[DONE]``; end of stream before either is a cut
-  stream (``stream_interrupted``, case 017). ``finish_reason: "error"`` or an ``event: error``
-  ends it with the classified error, and a half-streamed tool call is never reported ready.
+  stream (``stream_interrupted``, case 017), also when the last payload stops inside its JSON.
+  A payload that is not JSON with more after it is a broken stream (``server``).
+  ``finish_reason: "error"`` or an ``event: error`` ends it with the classified error, and a
+  half-streamed tool call is never reported ready; a finish_reason sent before the error stays
+  on it (``ProviderError.stop_reason``).
 """
 
 from __future__ import annotations
@@ -71,9 +74,17 @@ class OpenAITranslator:
         self._usage: Usage | None = None
         self._tools = ToolCallAccumulator()
         self._seen_citations: set[str] = set()
+        self._garbled: str | None = None  # a payload that did not parse, held for the verdict
 
     def feed(self, event: SSEEvent) -> list[ChatStreamEvent]:
         """Events completed by one SSE event; raises ProviderError for an error in the stream."""
+        try:
+            return self._event(event)
+        except ProviderError as error:
+            error.stop_reason = error.stop_reason or self._finish_reason
+            raise
+
+    def _event(self, event: SSEEvent) -> list[ChatStreamEvent]:
         if self._ended:
             return []  # nothing follows [DONE] by protocol
         if event.event == "error":
@@ -83,9 +94,17 @@ class OpenAITranslator:
         data = event.data.strip()
         if not data or data.startswith(":"):
             return []  # keep-alive payloads (SSE-NONDATA class): liveness only
+        if self._garbled is not None:  # more followed it: the payload itself was broken
+            raise _not_a_chunk(self._garbled)
         if data == _DONE:
             return self._with_start(None, self._end())
-        return self._chunk(_parse_chunk(data))
+        chunk = _load_chunk(data)
+        if chunk is None:
+            # Only what comes next can tell a payload cut by the end of the stream from a
+            # broken one (DESIGN 2.2): decided at the next event or in finish().
+            self._garbled = data
+            return []
+        return self._chunk(chunk)
 
     def finish(self) -> list[ChatStreamEvent]:
         """Flush at end of stream; raises ``stream_interrupted`` if the turn never finished.
@@ -97,10 +116,14 @@ class OpenAITranslator:
         if self._ended:
             return []
         if not self._finished:
+            if self._garbled is not None and not self._garbled.startswith(("{", "[")):
+                raise _not_a_chunk(self._garbled)  # an HTML error page, not a cut chunk
+            where = " inside its last payload" if self._garbled is not None else ""
             raise ProviderError(
                 ErrorKind.STREAM_INTERRUPTED,
-                "openai: the stream ended before a finish_reason or [DONE]",
+                f"openai: the stream ended{where} before a finish_reason or [DONE]",
                 provider=PROVIDER,
+                raw=self._garbled,
                 in_stream=True,
             )
         return self._with_start(None, self._end())
@@ -422,17 +445,23 @@ def _stream_fault(message: str) -> ProviderError:
                          in_stream=True)
 
 
-def _parse_chunk(data: str) -> dict[str, Any]:
+def _load_chunk(data: str) -> dict[str, Any] | None:
+    """The chunk in ``data``; None when it does not parse (maybe cut short); ProviderError
+    for JSON that is not an object."""
     try:
         chunk = json.loads(data)
     except ValueError:
-        chunk = None
+        return None
     if not isinstance(chunk, dict):
-        # Not a keep-alive and not a chunk: fail loudly rather than skip content.
-        raise ProviderError(ErrorKind.SERVER, f"openai: the stream sent a payload that is not "
-                            f"a JSON object: {data[:200]!r}", provider=PROVIDER, raw=data,
-                            in_stream=True)
+        raise _not_a_chunk(data)
     return chunk
+
+
+def _not_a_chunk(data: str) -> ProviderError:
+    # Not a keep-alive and not a chunk: fail loudly rather than skip content.
+    return ProviderError(ErrorKind.SERVER, f"openai: the stream sent a payload that is not "
+                         f"a JSON object: {data[:200]!r}", provider=PROVIDER, raw=data,
+                         in_stream=True)
 
 
 def _text(value: Any) -> str | None:

@@ -553,10 +553,10 @@ def test_058_streamed_overflow_event_is_context_length_exceeded() -> None:
       "1000. This model's maximum context length is 4096 tokens and your request has 3500 "
       "input tokens (1000 > 4096 - 3500).", "type": "BadRequestError", "code": 400},
      (3500, 4096)),
-    # llama.cpp
+    # llama.cpp: the counts are fields beside the message
     ({"error": {"code": 400, "message": "the request exceeds the available context size, try "
                 "increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5000,
-                "n_ctx": 4096}}, (None, None)),
+                "n_ctx": 4096}}, (5000, 4096)),
     # older OpenAI wording
     ({"error": {"message": "This model's maximum context length is 4097 tokens, however you "
                 "requested 4322 tokens (4066 in your prompt; 256 for the completion). Please "

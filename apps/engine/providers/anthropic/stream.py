@@ -83,7 +83,15 @@ class AnthropicTranslator:
         self._stop_sequence: str | None = None
 
     def feed(self, event: SSEEvent) -> list[ChatStreamEvent]:
-        """Events completed by one SSE event; raises ProviderError for an error event."""
+        """Events completed by one SSE event; raises ProviderError for an error event (with
+        the stop_reason a ``message_delta`` already gave, if any)."""
+        try:
+            return self._event(event)
+        except ProviderError as error:
+            error.stop_reason = error.stop_reason or self._stop_reason
+            raise
+
+    def _event(self, event: SSEEvent) -> list[ChatStreamEvent]:
         if self.done:
             return []
         if event.event == "error":

@@ -117,13 +117,18 @@ class GeminiTranslator:
         return self._finish_reason is not None
 
     def feed(self, event: SSEEvent) -> list[ChatStreamEvent]:
-        """Translate one SSE event (one response chunk; a JSON array of chunks is accepted)."""
-        payload = _decode(event)
-        out: list[ChatStreamEvent] = []
-        for chunk in payload if isinstance(payload, list) else [payload]:
-            if chunk is not None:
-                self._chunk(chunk, out)
-        return out
+        """Translate one SSE event (one response chunk; a JSON array of chunks is accepted).
+        A ProviderError raised after a finishReason carries it as ``stop_reason``."""
+        try:
+            payload = _decode(event)
+            out: list[ChatStreamEvent] = []
+            for chunk in payload if isinstance(payload, list) else [payload]:
+                if chunk is not None:
+                    self._chunk(chunk, out)
+            return out
+        except ProviderError as error:
+            error.stop_reason = error.stop_reason or self._finish_reason
+            raise
 
     def finish(self) -> list[ChatStreamEvent]:
         """End of stream: ToolCallsRequested (if calls) and MessageEnd, or raise
