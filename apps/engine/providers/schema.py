@@ -234,9 +234,10 @@ class _GeminiConverter:
             part = expanded[0]
             for key, value in part.items():
                 if key == "properties" and isinstance(value, Mapping):
-                    merged["properties"] = {**value, **merged.get("properties", {})}
+                    own = merged.get("properties")
+                    merged["properties"] = {**value, **(own if isinstance(own, Mapping) else {})}
                 elif key == "required" and isinstance(value, list):
-                    merged["required"] = _unique([*merged.get("required", []), *value])
+                    merged["required"] = _unique([*_as_list(merged.get("required")), *value])
                 else:
                     merged.setdefault(key, value)
         return merged
@@ -311,7 +312,7 @@ class _GeminiConverter:
             str(name): self.convert(sub, refs=refs, depth=depth + 1) for name, sub in props.items()
         }}
         for key in ("required", "propertyOrdering"):
-            names = [n for n in node.get(key) or () if isinstance(n, str) and n in props]
+            names = [n for n in _as_list(node.get(key)) if isinstance(n, str) and n in props]
             if names:
                 out[key] = _unique(names)
         return out
@@ -342,7 +343,7 @@ def _union_branches(node: Mapping[str, Any]) -> list[Any] | None:
     types = node.get("type")
     if not isinstance(types, list):
         return None
-    real = _unique([t for t in types if t != "null"])
+    real = _unique([t for t in types if isinstance(t, str) and t in _JSON_TYPES])
     if len(real) < 2:
         return None
     return [{"type": t, **{k: node[k] for k in _JSON_TYPE_KEYWORDS.get(t, ()) if k in node}}
@@ -354,7 +355,7 @@ def _type_of(node: Mapping[str, Any]) -> str | None:
     (a string ``const``/``enum``, then :data:`_IMPLIED_BY`); None when it states none."""
     kind = node.get("type")
     if isinstance(kind, list):
-        real = [t for t in kind if t != "null"]
+        real = [t for t in kind if isinstance(t, str) and t != "null"]
         kind = real[0] if len(real) == 1 else None
     if isinstance(kind, str) and kind in _JSON_TYPES:
         return kind

@@ -172,6 +172,19 @@ _DOCUMENTS = st.tuples(_SCHEMAS, st.dictionaries(st.sampled_from(["A", "B"]), _S
     lambda pair: {**pair[0], "$defs": pair[1]} if isinstance(pair[0], dict) else pair[0])
 
 
+@pytest.mark.parametrize(("document", "expected"), [
+    ({"type": [None, []]}, {"type": "object"}),  # junk in a type list
+    ({"type": "object", "properties": {"a": {"type": ["string", {}, "integer"]}}},
+     {"type": "object", "properties": {"a": {"anyOf": [S, {"type": "integer"}]}}}),
+    ({"properties": None, "allOf": [{"properties": {"a": S}}]},  # allOf over odd properties
+     {"type": "object", "properties": {"a": S}}),
+    ({"properties": {"a": S}, "required": True}, {"type": "object", "properties": {"a": S}}),
+], ids=["type-list-junk", "type-list-mixed", "allOf-odd-properties", "required-not-a-list"])
+def test_odd_values_the_property_test_found_convert_without_raising(
+        document: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert to_gemini_parameters(document) == expected
+
+
 @settings(max_examples=400, deadline=None)
 @given(_DOCUMENTS)
 def test_every_converted_schema_satisfies_the_documented_subset(document: Any) -> None:
