@@ -201,9 +201,7 @@ class ProcessStack:
     def _blocked_on_redis(self, managed: ManagedProcess) -> bool:
         import redis  # channels-redis's own dependency
 
-        ports = {conn.laddr.port
-                 for proc in _tree(managed.pid)
-                 for conn in proc.net_connections(kind="tcp") if conn.raddr}
+        ports = {port for proc in _tree(managed.pid) for port in _connected_ports(proc)}
         if not ports:
             return False
         client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
@@ -284,6 +282,15 @@ def _up_for(seconds: float) -> Callable[[ManagedProcess], bool]:
     :func:`wait_until` fails early when it exits)."""
     settled = time.monotonic() + seconds
     return lambda _managed: time.monotonic() > settled
+
+
+def _connected_ports(proc: psutil.Process) -> set[int]:
+    """Local ports of ``proc``'s connected TCP sockets; none when it ended meanwhile (a
+    short-lived child of the tree, listed a moment before it exited)."""
+    try:
+        return {conn.laddr.port for conn in proc.net_connections(kind="tcp") if conn.raddr}
+    except psutil.NoSuchProcess:
+        return set()
 
 
 def _tree(pid: int) -> list[psutil.Process]:
