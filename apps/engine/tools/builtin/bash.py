@@ -15,10 +15,13 @@ own rights, so a symbolic link or a bind would only pretend to be read-only; the
 so when the command names a mount, and points to Read, Glob and Grep, which see it.
 
 Process lifetime: the command gets its own session and process group (``start_new_session``).
-When the shell exits, when the timeout passes, and when the invoking task is cancelled, the whole
-group gets SIGTERM, then SIGKILL after a short grace, and the shell is reaped, so nothing the
-command started in the background outlives the call. Inside the sandbox the pid namespace makes
-this complete; outside it a process that leaves the group on purpose (``setsid``) can escape.
+When the shell exits, when the timeout passes, and when the invoking task is cancelled (Stop),
+the whole group gets SIGTERM, then SIGKILL after a short grace, and the shell is reaped, so
+nothing the command started in the background outlives the call. A process that left the group
+(``setsid``, a daemon's double fork) is ended too, sandboxed or not: the command runs under a
+child subreaper (:mod:`apps.engine.tools.subreaper`) that ends every descendant before it exits.
+(Bubblewrap's pid namespace would end them as well, but only after its monitor process has
+exited: the namespace is torn down a moment later, so a call could return with them alive.)
 
 stdout and stderr are one pipe, so they interleave in the order they were written. The output
 is capped (head and tail kept, the number of bytes cut said in between).
@@ -53,6 +56,7 @@ from apps.engine.tools.sandbox import (
     resolve_status,
     sandbox_status,
 )
+from apps.engine.tools.subreaper import proc_stat, supervised_argv
 from apps.engine.tools.workspace import workspace_root
 
 __all__ = [
@@ -71,6 +75,9 @@ MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 2_000_000  # kept in memory (head and tail); the executor stores what is long
 
 _KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+# The subreaper gives the command's descendants _KILL_GRACE_S and then needs a moment to kill
+# and reap them: our SIGKILL to the group must not cut that short (the tree would escape).
+_SUPERVISED_GRACE_S = _KILL_GRACE_S + 3.0
 _DRAIN_GRACE_S = 0.5  # for the pipe's end of file once the group is dead (an escaped holder)
 _POLL_S = 0.02
 
@@ -180,14 +187,8 @@ def _live_in_group(pgid: int) -> bool:
 
 def _running_member(pid: str, pgid: int) -> bool:
     """Whether /proc/<pid> is a process of ``pgid`` that is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:  # gone meanwhile
-        return False
-    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return int(fields[2]) == pgid and fields[0] not in (b"Z", b"X")
+    stat = proc_stat(pid)
+    return stat is not None and stat.pgrp == pgid and stat.state not in ("Z", "X")
 
 
 async def _group_dead(pgid: int) -> None:
@@ -215,14 +216,15 @@ async def terminate_group(pgid: int, exited: asyncio.Future[None],
 
 
 async def run_in_process_group(argv: list[str], *, cwd: Path, env: dict[str, str],
-                               timeout_s: float, max_output: int) -> ProcessResult:
+                               timeout_s: float, max_output: int,
+                               grace_s: float = _KILL_GRACE_S) -> ProcessResult:
     """Run ``argv`` in a new session and process group with stdin ``/dev/null`` and stdout and
     stderr merged; keep at most ``max_output`` bytes of output (head and tail).
 
     Ends when the leader exits (what it left running in the group is then killed) or after
     ``timeout_s`` seconds (the whole group is killed, ``timed_out``). Cancelling the calling
-    task kills the whole group too before the CancelledError propagates. Raises OSError when
-    ``argv`` cannot be started.
+    task kills the whole group too before the CancelledError propagates. Killing is SIGTERM,
+    then SIGKILL after ``grace_s`` seconds. Raises OSError when ``argv`` cannot be started.
     """
     sink = _HeadTail(max_output)
     transport, capture = await asyncio.get_running_loop().subprocess_exec(
@@ -234,7 +236,7 @@ async def run_in_process_group(argv: list[str], *, cwd: Path, env: dict[str, str
     finally:
         # Output already in the pipe stays readable once its writers are gone; a process that
         # escaped the group (setsid) could hold the pipe open, hence the bounded drain.
-        await terminate_group(transport.get_pid(), capture.exited)
+        await terminate_group(transport.get_pid(), capture.exited, grace_s)
         await asyncio.wait({capture.output_closed}, timeout=_DRAIN_GRACE_S)
         transport.close()
     returncode = transport.get_returncode()
@@ -365,8 +367,9 @@ class BashTool(BaseTool):
         try:
             shell, env = await _launch(command, workspace, status, scratch, ctx.mounts, notes)
             result = await run_in_process_group(
-                shell, cwd=workspace, env=env,
-                timeout_s=timeout_ms / 1000, max_output=self._output_cap(ctx))
+                supervised_argv(shell, grace_s=_KILL_GRACE_S), cwd=workspace, env=env,
+                timeout_s=timeout_ms / 1000, max_output=self._output_cap(ctx),
+                grace_s=_SUPERVISED_GRACE_S)
         except (OSError, ValueError) as e:  # ValueError: a NUL byte in the command
             raise ToolError(f"The command could not be started: {e}") from e
         finally:

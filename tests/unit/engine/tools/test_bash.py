@@ -2,8 +2,8 @@
 
 Process-lifetime tests run in both modes this machine offers: unsandboxed ("off") always, and
 inside bubblewrap ("auto") when it works here. Survivors are looked for in /proc: by process
-group (unsandboxed: the leader's pid, which the command prints, is the group id) and by a
-marker in the command line (both modes: inside bubblewrap the command has its own session).
+group (unsandboxed: the command prints its group's id) and by a marker in the command line (both
+modes: inside bubblewrap the command has its own session).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from apps.engine.tools.bash_readonly import is_read_only
 from apps.engine.tools.builtin.bash import MAX_TIMEOUT_MS, BashTool
 from apps.engine.tools.registry import ToolRegistry
 from apps.engine.tools.sandbox import resolve_status, sandbox_status
+from tests.unit.engine.survivors import kill_marked, marker_sleep, running, sleeping
 
 SANDBOXED, SANDBOX_REASON = sandbox_status("auto")
 MODES = ["off", "auto"] if SANDBOXED else ["off"]
@@ -48,47 +49,6 @@ async def bash(workspace: Path, command: str, *, sandbox: str = "auto",
 def text_of(output: ToolOutput) -> str:
     assert isinstance(output.content, str)
     return output.content
-
-
-def _stat(pid: str) -> tuple[str, int] | None:
-    """(state, process group) of a process, or None when it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(b")") + 2:].split()
-    return fields[0].decode(), int(fields[2])
-
-
-def _cmdline(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def running(*, marker: str | None = None, pgid: int | None = None) -> list[str]:
-    """Pids of live (not zombie) processes with ``marker`` in their command line or in the
-    process group ``pgid``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        stat = _stat(pid)
-        if stat is None or stat[0] in ("Z", "X"):
-            continue
-        if (pgid is not None and stat[1] == pgid) or (marker and marker in _cmdline(pid)):
-            found.append(pid)
-    return found
-
-
-def sleeping(marker: str) -> list[str]:
-    """Pids of the live ``sleep <marker>`` processes themselves (not the shells around them)."""
-    return [pid for pid in running(marker=marker) if _cmdline(pid).split() == ["sleep", marker]]
-
-
-def marker_sleep() -> tuple[str, str]:
-    """A ``sleep`` no other process runs, so it can be found in /proc: (command, marker)."""
-    seconds = f"1000.{uuid.uuid4().int % 10**9:09d}"
-    return f"sleep {seconds}", seconds
 
 
 async def eventually(condition, timeout_s: float = 10.0) -> bool:
@@ -182,18 +142,21 @@ def test_a_timeout_above_the_maximum_is_clamped() -> None:
 
 # -- process lifetime -----------------------------------------------------------------------
 
+PRINT_GROUP = "read -r _ _ _ _ pgid _ < /proc/$$/stat; echo $pgid"  # the shell's group (proc(5))
+
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_timeout_kills_the_whole_process_tree(workspace: Path, mode: str) -> None:
     sleep, marker = marker_sleep()
     started = time.monotonic()
-    out = await bash(workspace, f"echo $$; {sleep} & {sleep}; wait", sandbox=mode, timeout=1000)
+    out = await bash(workspace, f"{PRINT_GROUP}; {sleep} & {sleep}; wait", sandbox=mode,
+                     timeout=1000)
     assert time.monotonic() - started < 8  # 1 s, then SIGTERM and at most a 2 s grace
     text = text_of(out)
     assert out.is_error and "[timed out after 1 s: the command and every process it started " \
         "were killed]" in text
     assert running(marker=marker) == []
-    if mode == "off":  # the leader's pid is the group's id
+    if mode == "off":
         pgid = int(text.splitlines()[0])
         assert running(pgid=pgid) == []
         # The orphans are init's to reap; once it has, the group is gone entirely.
@@ -228,6 +191,60 @@ async def test_background_processes_end_with_the_command(workspace: Path, mode: 
     assert text_of(out).startswith("started\n[exit code 0]")
     assert time.monotonic() - started < 5  # the pipe the sleep holds does not keep us waiting
     assert running(marker=marker) == []
+
+
+# A process that leaves the group: setsid in the background, a daemon's double fork (its parent
+# exits at once, so the orphan is re-parented), and setsid -f (which always forks). The command
+# waits until the escapee has left (it writes its pid once in its own session).
+ESCAPES = ["setsid {inner} &", "(setsid {inner} &)", "setsid -f {inner}"]
+INNER = "sh -c 'echo $$ > escaped.pid; exec {sleep}' > /dev/null 2>&1"
+ESCAPED = "until [ -s escaped.pid ]; do sleep 0.01; done"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("escape", ESCAPES)
+async def test_a_process_that_left_the_group_ends_with_the_command(workspace: Path, mode: str,
+                                                                   escape: str) -> None:
+    sleep, marker = marker_sleep()
+    command = f"{escape.format(inner=INNER.format(sleep=sleep))}\n{ESCAPED}; echo started"
+    try:
+        out = await bash(workspace, command, sandbox=mode)
+        assert text_of(out).startswith("started\n[exit code 0]")
+        assert running(marker=marker) == []
+    finally:
+        kill_marked(marker)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_stop_ends_a_process_that_left_the_group(workspace: Path, mode: str) -> None:
+    sleep, marker = marker_sleep()
+    try:
+        call = asyncio.create_task(bash(workspace, f"setsid {sleep} & {sleep}; wait",
+                                        sandbox=mode))
+        assert await eventually(lambda: len(sleeping(marker)) == 2)
+        call.cancel()  # what Stop does to a running tool
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert running(marker=marker) == []
+    finally:
+        kill_marked(marker)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_timeout_ends_a_process_that_left_the_group(workspace: Path, mode: str) -> None:
+    sleep, marker = marker_sleep()
+    try:
+        out = await bash(workspace, f"setsid -f {sleep}; {sleep}", sandbox=mode,
+                         timeout=1000)
+        assert "[timed out after 1 s" in text_of(out)
+        assert running(marker=marker) == []
+    finally:
+        kill_marked(marker)
+
+
+async def test_unsandboxed_a_command_killed_by_a_signal_is_reported_so(workspace: Path) -> None:
+    out = await bash(workspace, "echo going; kill -KILL $$", sandbox="off")
+    assert text_of(out).startswith("going\n[killed by signal SIGKILL]")
 
 
 # -- concurrency and approval ---------------------------------------------------------------
