@@ -1,13 +1,20 @@
 """Opening one MCP server's transport with the MCP SDK (DESIGN 2.7, 4 "SSRF", "MCP stdio").
 
 **stdio.** The server is a child process of ours (the SDK's ``stdio_client``: its own process
-group, stdin closed then SIGTERM then SIGKILL to the group on exit). Its environment is cleared:
-it gets :func:`~apps.engine.tools.sandbox.minimal_env` (with its own temporary directory as
-``HOME`` and working directory) plus the spec's ``env``, and nothing of the server's own
-environment. The SDK merges a few variables of ours (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``,
-``TERM``, ``USER``) into every child's environment; those the spec does not set are removed again
-by ``bwrap --unsetenv`` or ``env -u``, so the configured secrets travel in the environment and
-never on a command line (``/proc/<pid>/cmdline`` is readable by every local user).
+group, stdin closed then SIGTERM then SIGKILL to the group on exit). The SDK kills the group only
+when the server hangs on exit, and a group never holds what left it (``setsid``), so a server
+that exits cleanly when its stdin closes would leave its helper processes running: the server
+runs under the child subreaper of :mod:`apps.engine.tools.subreaper`, which ends every
+descendant once the server has exited or been signalled, whenever and however the connection
+is closed (the end of a run, an admin's probe, a pool closing a server).
+
+Its environment is cleared: it gets :func:`~apps.engine.tools.sandbox.minimal_env` (with its
+own temporary directory as ``HOME`` and working directory) plus the spec's ``env``, and nothing
+of the server's own environment. The SDK merges a few variables of ours (``HOME``, ``LOGNAME``,
+``PATH``, ``SHELL``, ``TERM``, ``USER``) into every child's environment; those the spec does not
+set are removed again by ``bwrap --unsetenv`` or ``env -u``, so the configured secrets travel in
+the environment and never on a command line (``/proc/<pid>/cmdline`` is readable by every local
+user).
 
 Where bubblewrap works (the probe of :mod:`apps.engine.tools.sandbox`) and the spec asks for it,
 the process runs inside ``bwrap`` with the Bash sandbox's confinement of the **filesystem**: new
@@ -43,11 +50,15 @@ from mcp.client.streamable_http import streamable_http_client
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.tools.net import GuardedTransport, NetworkPolicy, Resolver, check_url
 from apps.engine.tools.sandbox import DEFAULT_PATH, SandboxStatus, _system_mounts, minimal_env
+from apps.engine.tools.subreaper import supervised_argv
 
 __all__ = ["HTTP_TIMEOUT_S", "StdioLaunch", "open_transport", "sandbox_argv", "stdio_launch"]
 
 HTTP_TIMEOUT_S = 30.0  # connect, write, pool; reads wait longer (a server may hold a stream open)
 HTTP_READ_TIMEOUT_S = 300.0
+# SIGTERM -> SIGKILL for a stdio server's helpers once it has exited: inside the 2 s the SDK
+# waits after closing stdin (mcp.client.stdio.PROCESS_TERMINATION_TIMEOUT) before it signals.
+HELPER_GRACE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,7 @@ def stdio_launch(spec: McpServerSpec, home: Path, status: SandboxStatus) -> Stdi
         argv = [env_binary, *_each("-u", unset), "--", spec.command, *spec.args]
         note = ("not sandboxed: turned off for this server" if not spec.sandbox
                 else status.reason)
+    argv = supervised_argv(argv, grace_s=HELPER_GRACE_S)  # also sandboxed: see the Bash tool
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=home)
     return StdioLaunch(params, sandboxed, note)
 

@@ -88,12 +88,12 @@ def time_spec(name: str = "time", **kw: Any) -> McpServerSpec:
                          read_paths=paths, **kw)
 
 
-def py_stdio_spec(name: str = "py", *, read_paths: tuple[str, ...] = (), **kw: Any
-                  ) -> McpServerSpec:
-    """The SDK test server over stdio, run by this interpreter from its file."""
+def py_stdio_spec(name: str = "py", *, read_paths: tuple[str, ...] = (),
+                  args: tuple[str, ...] = (), **kw: Any) -> McpServerSpec:
+    """The SDK test server over stdio, run by this interpreter from its file with ``args``."""
     paths = (*python_read_paths(), str(PY_SERVER.parent), *read_paths)
     return McpServerSpec(name=name, transport="stdio", command=sys.executable,
-                         args=(str(PY_SERVER),), read_paths=paths, **kw)
+                         args=(str(PY_SERVER), *args), read_paths=paths, **kw)
 
 
 async def call(registry: ToolRegistry, name: str, tmp_path: Path, /, **arguments: Any

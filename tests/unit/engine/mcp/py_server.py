@@ -12,10 +12,13 @@ clients), ``hang`` (waits until cancelled; ``marker`` names a file it creates on
 ``<marker>.cancelled`` once cancelled),
 ``picture`` (text and a PNG), ``structured_only`` (structured content and no text), ``failing``
 (an ``isError`` result), ``read_file`` (for the sandbox tests) and ``weird.name/with spaces``.
+``python py_server.py --helpers SECONDS`` first starts two ``sleep SECONDS`` helper processes
+(:func:`start_helpers`).
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +141,16 @@ async def _tools_changed(ctx: Context) -> None:
         await ctx.request_context.session.send_tool_list_changed()
 
 
+def start_helpers(seconds: str) -> None:
+    """Start two ``sleep <seconds>`` helpers, as servers start language servers or browsers:
+    one in our process group, one in a session of its own. Neither is waited for: the server
+    exits cleanly when its stdin closes and leaves them to whoever cleans up."""
+    subprocess.Popen(["sleep", seconds])
+    subprocess.Popen(["sleep", seconds], start_new_session=True)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--helpers"]:
+        start_helpers(sys.argv[2])
     build_server().run("stdio")
     sys.exit(0)

@@ -35,6 +35,7 @@ from tests.unit.engine.mcp.kit import (
     wait_until,
 )
 from tests.unit.engine.runtime_kit import user
+from tests.unit.engine.survivors import kill_marked, marker_sleep, running, sleeping
 
 SANDBOXED = resolve_status("auto").active
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason="bubblewrap does not work here")
@@ -175,7 +176,8 @@ async def test_a_server_killed_mid_call_gives_a_tool_error_not_a_crash(tmp_path:
         pending = asyncio.create_task(
             call(mcp.registry, "mcp__py__hang", tmp_path, marker=str(marker)))
         await wait_until(marker.exists, what="the call to reach the server")
-        [server] = [p for p in processes_running(str(PY_SERVER)) if "python" in p.name()]
+        [server] = [p for p in processes_running(str(PY_SERVER))  # not its supervisor
+                    if p.cmdline()[1:] == [str(PY_SERVER)]]
         server.kill()
         with pytest.raises(ToolError, match="closed the connection during the call"):
             await pending
@@ -216,6 +218,21 @@ async def test_no_process_or_descriptor_is_left_after_a_run(sandbox: str, tmp_pa
     assert descendants() - before_pids == set()
     assert open_fds() <= before_fds
     assert set(Path("/tmp").glob("confab-mcp-*")) == homes
+
+
+@pytest.mark.parametrize("sandbox", ["off", "auto"])
+async def test_helpers_a_server_started_end_when_it_closes_cleanly(sandbox: str) -> None:
+    sleep, marker = marker_sleep()
+    try:
+        async with McpManager([py_stdio_spec(args=("--helpers", marker))],
+                              sandbox=sandbox) as mcp:
+            assert [s.state for s in mcp.status()] == ["connected"]
+            assert len(sleeping(marker)) == 2  # one in the server's group, one outside it
+        # The server exited by itself when its stdin closed (no kill from the SDK), and its
+        # helpers, in its group or not, are gone with it.
+        assert running(marker=marker) == []
+    finally:
+        kill_marked(marker)
 
 
 @needs_sandbox
