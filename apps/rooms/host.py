@@ -3,11 +3,12 @@
 The host loads what the run needs (history, team policy, model, MCP servers, the team wiki: its
 port for the wiki tools, its read-only ``wiki/`` mount and the system prompt's wiki section,
 :mod:`apps.rooms.wiki`), connects the team's MCP servers (their tools join the run's registry;
-one that fails is a ``warning`` event and the run goes on), runs the agent (or, for a
-``compact`` run, only compacts the history: no model turn, no MCP servers), feeds every runtime
-event to the projector (a sub-agent's ``wiki_changed`` is lifted to the top level), beats the
-heartbeat, and ends the run in the database. Stop, decisions and answers arrive from the worker
-consumer (the run's group) and are delivered here.
+one that fails is a ``warning`` event and the run goes on), says in a ``warning`` when Bash
+runs without the sandbox, runs the agent (or, for a ``compact`` run, only compacts the history:
+no model turn, no MCP servers), feeds every runtime event to the projector (a sub-agent's
+``wiki_changed`` is lifted to the top level), beats the heartbeat, and ends the run in the
+database. Stop, decisions and answers arrive from the worker consumer (the run's group) and are
+delivered here.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from apps.engine.messages import Message as EngineMessage
 from apps.engine.providers.base import ProviderSettings
 from apps.engine.runtime.runner import AgentRunner, RunConfig
 from apps.engine.tools.base import ToolEnvironment
+from apps.engine.tools.builtin.bash import BashTool
 from apps.engine.tools.builtin.wiki import WIKI_SERVICE
 from apps.engine.tools.defaults import default_tools
+from apps.engine.tools.registry import ToolRegistry
 from apps.integrations.builders import (
     model_for_team,
     provider_pool,
@@ -214,8 +217,18 @@ class RunHost:
                 await servers.enter_async_context(mcp)
                 for problem in setup.mcp_problems:
                     await projector.handle(WarningEvent(message=problem))
-            return await self._drive(runner, projector,
-                                     compact_only=setup.run.purpose == RunPurpose.COMPACT)
+                compact_only = setup.run.purpose == RunPurpose.COMPACT
+                if not compact_only:
+                    await self._warn_if_unconfined(tools, projector)
+            return await self._drive(runner, projector, compact_only=compact_only)
+
+    async def _warn_if_unconfined(self, tools: ToolRegistry, projector: Projector) -> None:
+        """Tell the room when this run's Bash commands run without the sandbox (DESIGN 4)."""
+        bash = tools.get(BashTool.spec.name)
+        if isinstance(bash, BashTool):
+            notice = await bash.unconfined_notice(settings.CONFAB["SANDBOX"])
+            if notice is not None:
+                await projector.handle(WarningEvent(message=notice))
 
     @asynccontextmanager
     async def _beating(self) -> AsyncIterator[None]:

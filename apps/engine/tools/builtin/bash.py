@@ -355,6 +355,16 @@ class BashTool(BaseTool):
         """The sandbox commands get under ``setting`` (probed once, in a thread)."""
         return await asyncio.to_thread(resolve_status, setting, self._bwrap)
 
+    async def unconfined_notice(self, setting: str) -> str | None:
+        """The sentence a host shows people when commands run without the sandbox under
+        ``setting`` (None when they run inside it)."""
+        status = await self.sandbox(setting)
+        if status.active:
+            return None
+        return (f"Bash runs unconfined in this run ({status.reason}): its commands can reach "
+                "the network and every file the server's user can. Stop still ends every "
+                "process they start.")
+
     async def invoke(self, ctx: ToolContext) -> ToolOutput:
         command = ctx.arguments["command"]
         if not command.strip():
