@@ -229,6 +229,10 @@ CONFAB = {
     # Streaming to the room: deltas are coalesced before the channel layer.
     "COALESCE_MS": env_float("CONFAB_COALESCE_MS", 50.0),
     "COALESCE_BYTES": env_int("CONFAB_COALESCE_BYTES", 2048),
+    # The log's tail (seconds): a run's host sends its high-water mark this often, and a socket
+    # whose group was quiet this long reads the last seq from the store (keep the first lower).
+    "HWM_INTERVAL_S": env_float("CONFAB_HWM_INTERVAL_S", 2.0),
+    "TAIL_CHECK_S": env_float("CONFAB_TAIL_CHECK_S", 3.0),
     # Tools
     "ALLOW_PRIVATE_NETWORK": env_bool("CONFAB_ALLOW_PRIVATE_NETWORK", False),
     "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 __all__ = ["RUN_CHANNEL", "conversation_group", "run_group", "user_group", "wiki_group",
-           "EventEnvelope"]
+           "EventEnvelope", "HwmEnvelope"]
 
 RUN_CHANNEL = "agent-runs"
 """The channel run workers consume (``manage.py runworker agent-runs``)."""
@@ -38,3 +38,11 @@ class EventEnvelope(TypedDict):
     type: str
     seq: int
     event: dict[str, Any]
+
+
+class HwmEnvelope(TypedDict):
+    """The log's high-water mark on its way to the sockets: ``type`` "conv.hwm", ``seq`` the
+    last stored seq (every event up to it can be read from the store)."""
+
+    type: str
+    seq: int

@@ -4,13 +4,17 @@ Thin: authenticate, authorize on connect *and on every frame*, validate the fram
 service, send what it says. The client gets either the conversation's state (no ``after_seq``)
 or every logged event after ``after_seq``, then live events — no gap (the store fills any hole,
 also one the channel layer made by dropping a message) and no duplicate (events at or below
-the last ``seq`` sent are skipped).
+the last ``seq`` sent are skipped). The tail is repaired too (:mod:`apps.rooms.tail`): a
+high-water mark from the run's host, or the socket's own look at the store when its group has
+been quiet, fetches a last event the layer dropped; either ends in an ``hwm`` frame.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -23,6 +27,7 @@ from django.http.request import validate_host
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
 from apps.accounts.selectors import amembership_of
+from apps.common.clock import MONOTONIC, Clock
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.realtime.frames import (
     WRITE_FRAMES,
@@ -37,15 +42,19 @@ from apps.realtime.frames import (
     parse_client_frame,
 )
 from apps.realtime.groups import conversation_group, user_group
+from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
-from apps.rooms.services.events import events_after
+from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
-from apps.rooms.services.runs import run_answer, run_compact, run_decide, run_stop
+from apps.rooms.services.runs import active_run, run_answer, run_compact, run_decide, run_stop
 from apps.rooms.state import conversation_state
 from apps.rooms.sweeper import ensure_sweeper
+from apps.rooms.tail import TailWatch
 
 __all__ = ["CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND", "ConversationConsumer",
            "NotFoundConsumer"]
+
+logger = logging.getLogger(__name__)
 
 CLOSE_NOT_AUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -53,12 +62,27 @@ REPLAY_BATCH = 500
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
-    """One watcher of one conversation."""
+    """One watcher of one conversation. ``clock`` times the tail checks (tests give theirs)."""
 
+    clock: Clock = MONOTONIC
     conversation_id: int
     team_id: int
     last_seq: int = 0
     joined: bool = False
+    tail: TailWatch
+    _watching: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # however the socket ended
+            if self._watching is not None:
+                self._watching.cancel()
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if self.joined and not message["type"].startswith(("websocket.", "conv.")):
+            self.tail.heard_other()  # a busy inbox is one that can overflow
+        await super().dispatch(message)
 
     # -- connect / disconnect ----------------------------------------------------------------
     async def connect(self) -> None:
@@ -76,6 +100,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.conversation_id, self.team_id = conversation.pk, conversation.room.team_id
         self.me = {"id": user.pk, "name": user.shown_name}
         self.present: dict[str, dict[str, Any]] = {}
+        self.tail = TailWatch(self.clock, settings.CONFAB["TAIL_CHECK_S"], run_open=False)
+        self._log_lock = asyncio.Lock()  # live events, marks and tail checks send in turn
         await self.channel_layer.group_add(conversation_group(self.conversation_id),
                                            self.channel_name)
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
@@ -83,8 +109,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         after_seq = self._after_seq()
         if after_seq is not None:  # nobody has seen beyond the log: a higher value is a mistake
             after_seq = min(after_seq, conversation.last_seq)
-        await self._catch_up(after_seq, membership)
+        await self._catch_up(after_seq, membership, conversation)
         await self._announce()
+        self._watching = asyncio.create_task(self._watch_tail(), name="conversation-tail")
         ensure_sweeper()
 
     async def disconnect(self, code: int) -> None:
@@ -115,13 +142,16 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except ValueError:
             return None
 
-    async def _catch_up(self, after_seq: int | None, membership: Membership) -> None:
+    async def _catch_up(self, after_seq: int | None, membership: Membership,
+                        conversation: Conversation) -> None:
         if after_seq is None:
             state = await database_sync_to_async(conversation_state)(self.conversation_id,
                                                                      membership)
             self.last_seq = state["seq"]
+            self.tail.run_open = state["run"] is not None
             await self.send_json(state)
-        else:
+        else:  # the replay below updates run_open with what it sends
+            self.tail.run_open = await database_sync_to_async(active_run)(conversation) is not None
             self.last_seq = after_seq
             await self._replay(until=None)
 
@@ -133,10 +163,40 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             for row in batch:
                 if until is not None and row.seq > until:
                     return
-                await self.send_json({"type": "event", "seq": row.seq, "event": row.payload})
-                self.last_seq = row.seq
+                await self._send_event(row.seq, row.payload)
             if len(batch) < REPLAY_BATCH:
                 return
+
+    async def _send_event(self, seq: int, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "event", "seq": seq, "event": event})
+        self.last_seq = seq
+        self.tail.saw(event.get("kind", ""))
+
+    async def _catch_up_to(self, seq: int) -> None:
+        """The log reaches ``seq``: send what is missing up to it from the store, then an
+        ``hwm`` frame with the last seq sent."""
+        async with self._log_lock:
+            if seq > self.last_seq:
+                await self._replay(until=seq)
+            self.tail.heard_log()
+            await self.send_json({"type": "hwm", "seq": self.last_seq})
+
+    async def _watch_tail(self) -> None:
+        """Read the log's last seq from the store whenever the group has been quiet while
+        the tail may be missing (:mod:`apps.rooms.tail`); until the socket ends."""
+        while True:
+            await self.clock.sleep(self.tail.due_in())
+            if self.tail.due_in() > 0:
+                continue  # the log was heard meanwhile
+            if not self.tail.wants_check():
+                self.tail.heard_log()  # nothing can be missing: look again later
+                continue
+            try:
+                await self._catch_up_to(
+                    await database_sync_to_async(events_last_seq)(self.conversation_id))
+            except Exception:  # the database is down: try again after the next quiet
+                logger.exception("conversation %s: the tail check failed", self.conversation_id)
+                self.tail.heard_log()
 
     # -- frames from the client ---------------------------------------------------------------
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None
@@ -206,13 +266,18 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     # -- from the channel layer ---------------------------------------------------------------
     async def conv_event(self, message: dict[str, Any]) -> None:
-        seq = message["seq"]
-        if seq <= self.last_seq:
-            return  # already sent from the store
-        if seq > self.last_seq + 1:
-            await self._replay(until=seq - 1)  # a message the layer dropped: from the store
-        await self.send_json({"type": "event", "seq": seq, "event": message["event"]})
-        self.last_seq = seq
+        async with self._log_lock:
+            self.tail.heard_log()
+            seq = message["seq"]
+            if seq <= self.last_seq:
+                return  # already sent from the store
+            if seq > self.last_seq + 1:
+                await self._replay(until=seq - 1)  # a message the layer dropped: from the store
+            await self._send_event(seq, message["event"])
+
+    async def conv_hwm(self, message: dict[str, Any]) -> None:
+        """The log's last seq, from the run's host: fetch what the layer dropped before it."""
+        await self._catch_up_to(message["seq"])
 
     async def member_changed(self, message: dict[str, Any]) -> None:
         """The person's membership changed: close the socket if it is gone."""

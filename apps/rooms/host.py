@@ -6,9 +6,9 @@ port for the wiki tools, its read-only ``wiki/`` mount and the system prompt's w
 one that fails is a ``warning`` event and the run goes on), says in a ``warning`` when Bash
 runs without the sandbox, runs the agent (or, for a ``compact`` run, only compacts the history:
 no model turn, no MCP servers), feeds every runtime event to the projector (a sub-agent's
-``wiki_changed`` is lifted to the top level), beats the heartbeat, and ends the run in the
-database. Stop, decisions and answers arrive from the worker consumer (the run's group) and are
-delivered here.
+``wiki_changed`` is lifted to the top level), beats the heartbeat, sends the log's high-water
+mark to the room (:mod:`apps.rooms.tail`), and ends the run in the database. Stop, decisions
+and answers arrive from the worker consumer (the run's group) and are delivered here.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
+from apps.common.clock import MONOTONIC, Clock
 from apps.common.errors import ApplicationError
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
 from apps.engine.compaction.session_memory import SessionMemory, SessionMemoryState
@@ -49,6 +50,7 @@ from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
 from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_finish, run_heartbeat
+from apps.rooms.tail import hwm_publish
 from apps.rooms.transcript import history_of
 from apps.rooms.wiki import RunWiki, wiki_mounts, wiki_prompt
 from apps.rooms.workspaces import ensure_workspace
@@ -97,7 +99,10 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
 
 
 class RunHost:
-    """One hosted run; ``host()`` runs it to its end (never raises)."""
+    """One hosted run; ``host()`` runs it to its end (never raises). ``clock`` times the
+    high-water marks (tests give theirs)."""
+
+    clock: Clock = MONOTONIC
 
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
@@ -123,19 +128,23 @@ class RunHost:
         self.answers.answer(question_id, text, by)
 
     async def host(self) -> None:
-        """Run the agent and end the run in the database, whatever happens."""
+        """Run the agent and end the run in the database, whatever happens; one high-water
+        mark of the log follows the end (:mod:`apps.rooms.tail`)."""
         try:
             setup = await database_sync_to_async(self._setup)()
         except SetupError as exc:
-            await database_sync_to_async(self._fail_setup)(str(exc))
-            return
-        try:
-            status, error_kind, error_message = await self._run(setup)
-        except Exception as exc:  # e.g. the workspace cannot be made: the run still ends
-            logger.exception("run %s could not run", self.run_id)
-            status, error_kind, error_message = (RunStatus.FAILED, "internal",
-                                                 f"{type(exc).__name__}: {exc}")
-        await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
+            conversation_id = await database_sync_to_async(self._fail_setup)(str(exc))
+        else:
+            conversation_id = setup.conversation.pk
+            try:
+                status, error_kind, error_message = await self._run(setup)
+            except Exception as exc:  # e.g. the workspace cannot be made: the run still ends
+                logger.exception("run %s could not run", self.run_id)
+                status, error_kind, error_message = (RunStatus.FAILED, "internal",
+                                                     f"{type(exc).__name__}: {exc}")
+            await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
+        if conversation_id is not None:
+            await self._mark_after_end(conversation_id)
 
     def _setup(self) -> _Setup:
         run = Run.objects.select_related("conversation__room__team", "started_by").filter(
@@ -167,16 +176,18 @@ class RunHost:
                       max_output=params["max_tokens"], mcp_servers=mcp_servers,
                       mcp_problems=mcp_problems, wiki=wiki)
 
-    def _fail_setup(self, message: str) -> None:
+    def _fail_setup(self, message: str) -> int | None:
+        """End a run that could not start; its conversation's id (None: the run is gone)."""
         run = Run.objects.filter(pk=self.run_id).first()
         if run is None:
-            return
+            return None
         event_append(run.conversation_id, "error", {"kind": "error", "error_kind": "setup",
                                                     "message": message}, run_id=run.pk)
         event_append(run.conversation_id, "run_ended", {
             "kind": "run_ended", "status": "failed", "error_kind": "setup", "turns": 0},
             run_id=run.pk)
         run_finish(self.run_id, RunStatus.FAILED, error_kind="setup", error_message=message)
+        return run.conversation_id
 
     async def _run(self, setup: _Setup) -> tuple[RunStatus, str, str]:
         conf = settings.CONFAB
@@ -243,7 +254,8 @@ class RunHost:
     async def _drive(self, runner: AgentRunner, projector: Projector, *, compact_only: bool
                      ) -> tuple[RunStatus, str, str]:
         background = [asyncio.create_task(self._beat()),
-                      asyncio.create_task(self._tick(projector))]
+                      asyncio.create_task(self._tick(projector)),
+                      asyncio.create_task(self._mark(projector.conversation_id))]
         error_kind, error_message = "", ""
         try:
             async for event in runner.events(compact_only=compact_only):
@@ -272,6 +284,25 @@ class RunHost:
         while True:
             await database_sync_to_async(run_heartbeat)(self.run_id)
             await asyncio.sleep(settings.CONFAB["HEARTBEAT_S"])
+
+    async def _mark(self, conversation_id: int) -> None:
+        """The log's high-water mark to the room every ``HWM_INTERVAL_S`` while the run lasts
+        (a socket that lost the last events fetches them from the store)."""
+        while True:
+            await self.clock.sleep(settings.CONFAB["HWM_INTERVAL_S"])
+            try:
+                await hwm_publish(conversation_id)
+            except Exception:  # one lost mark: the next one, or the sockets' checks, repair
+                logger.exception("run %s: a high-water mark failed", self.run_id)
+
+    async def _mark_after_end(self, conversation_id: int) -> None:
+        """One more mark an interval after the end: the run's last events, and the marks sent
+        with them, may have met the same full inboxes."""
+        await self.clock.sleep(settings.CONFAB["HWM_INTERVAL_S"])
+        try:
+            await hwm_publish(conversation_id)
+        except Exception:  # the sockets' own checks still find the tail
+            logger.exception("run %s: the last high-water mark failed", self.run_id)
 
     async def _tick(self, projector: Projector) -> None:
         pause = settings.CONFAB["COALESCE_MS"] / 1000.0

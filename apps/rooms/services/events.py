@@ -23,6 +23,7 @@ __all__ = [
     "event_append",
     "events_after",
     "events_append",
+    "events_last_seq",
     "positions_allocate",
     "seq_allocate",
 ]
@@ -79,6 +80,12 @@ def event_append(conversation_id: int, kind: str, payload: dict[str, Any], *,
                  run_id: int | None = None) -> ConversationEvent:
     """One event; see :func:`events_append`."""
     return events_append(conversation_id, [(kind, payload)], run_id=run_id)[0]
+
+
+def events_last_seq(conversation_id: int) -> int:
+    """The seq of the conversation's last stored event (0: none); a committed value, so every
+    event up to it can be read."""
+    return Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_id)
 
 
 def events_after(conversation_id: int, after_seq: int, limit: int = 500
