@@ -141,6 +141,36 @@ def test_alice_reloads_mid_stream_and_the_text_continues_without_a_duplicate(
     expect(alice.assistant_bodies()).to_have_count(1)
 
 
+# The page loses the run's last event on its way in, as a frame the channel layer dropped
+# would be lost (the server repairs its own sockets; this is the page's own safety net).
+LOSE_RUN_ENDED = """() => {
+  const socket = window.confabRoom.socket;
+  const receive = socket.receive.bind(socket);
+  window.confabLost = 0;
+  socket.receive = (data) => {
+    const frame = JSON.parse(data);
+    if (frame.type === "event" && frame.event.kind === "run_ended" && !window.confabLost) {
+      window.confabLost = frame.seq;
+      return;
+    }
+    receive(data);
+  };
+}"""
+
+
+def test_a_lost_last_event_is_fetched_after_the_next_high_water_mark(
+        people: People, conversation: int) -> None:
+    alice = people.room("alice", conversation)
+    alice.page.evaluate(LOSE_RUN_ENDED)
+    alice.send(script({"text": "A short reply."}))
+    expect(alice.assistant_bodies().first).to_have_text("A short reply.")
+    # The host's mark an interval after the end shows the page it lacks the last seq: it
+    # reconnects with after_seq and the run's end arrives.
+    expect(alice.run_status).to_contain_text("Completed")
+    assert alice.page.evaluate("window.confabLost") > 0  # it was lost, and fetched again
+    expect(alice.page.locator("#connection")).to_have_attribute("data-state", "open")
+
+
 def test_a_tool_that_needs_approval_waits_until_bob_approves_it(
         confab_server: ConfabServer, people: People, conversation: int,
         screenshot: Callable[[Page, str], Path]) -> None:

@@ -1,6 +1,8 @@
 // The conversation socket (docs/protocol.md): connect, then reconnect with backoff after any
 // loss, asking for `?after_seq=<last seq seen>` so the server sends exactly what was missed.
-// Events are deduplicated by seq here: each seq reaches the room once, in order.
+// Events are deduplicated by seq here: each seq reaches the room once, in order. An `hwm`
+// frame (the log's last seq) beyond the last event seen means events were lost on the way:
+// the socket reconnects and catches up the same way.
 
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 15000];
 const CLOSE_NOT_AUTHENTICATED = 4401;
@@ -70,6 +72,9 @@ export class RoomSocket {
         return;
       }
       this.lastSeq = frame.seq;
+    } else if (frame.type === "hwm") {
+      if (this.lastSeq !== null && frame.seq > this.lastSeq) this.drop(); // a lost tail
+      return;
     }
     this.onFrame(frame);
   }
