@@ -40,8 +40,13 @@ class FakeClock:
             if due <= self._now and not waiter.done():
                 waiter.set_result(None)
 
-    async def sleeper(self, due: float) -> None:
-        """Return once some task sleeps until ``due`` (so advancing to it wakes that task)."""
-        while not any(math.isclose(d, due) for d, _ in self._sleepers):
-            self._new_sleeper = asyncio.Event()
-            await self._new_sleeper.wait()
+    async def sleeper(self, due: float, timeout_s: float = 10.0) -> None:
+        """Return once some task sleeps until ``due`` (so advancing to it wakes that task);
+        AssertionError when none does within ``timeout_s`` real seconds."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not any(math.isclose(d, due) for d, _ in self._sleepers):
+                    self._new_sleeper = asyncio.Event()
+                    await self._new_sleeper.wait()
+        except TimeoutError:
+            raise AssertionError(f"nothing sleeps until {due} on the fake clock") from None
