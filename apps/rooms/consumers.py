@@ -16,13 +16,12 @@ import contextlib
 import json
 import logging
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
-from django.http.request import validate_host
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
@@ -42,6 +41,7 @@ from apps.realtime.frames import (
     parse_client_frame,
 )
 from apps.realtime.groups import conversation_group, user_group
+from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
@@ -56,8 +56,6 @@ __all__ = ["CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND", "ConversationConsumer",
 
 logger = logging.getLogger(__name__)
 
-CLOSE_NOT_AUTHENTICATED = 4401
-CLOSE_NOT_FOUND = 4404
 REPLAY_BATCH = 500
 
 
@@ -88,7 +86,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         await self.accept()  # accept first: only then can we close with our own codes
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated or not self._origin_ok():
+        if user is None or not user.is_authenticated or not origin_allowed(self.scope):
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
             return
         try:
@@ -122,17 +120,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                                                     "channel": self.channel_name})
         await self.channel_layer.group_discard(group, self.channel_name)
         await self.channel_layer.group_discard(user_group(self.me["id"]), self.channel_name)
-
-    def _origin_ok(self) -> bool:
-        """Cookie sessions need an allowed Origin (CSRF does not protect WebSockets); token
-        clients may omit it."""
-        if self.scope.get("auth_method") == "token":
-            return True
-        origin = dict(self.scope.get("headers", [])).get(b"origin")
-        if not origin:
-            return False
-        host = urlparse(origin.decode("latin-1")).hostname or ""
-        return validate_host(host, settings.ALLOWED_HOSTS)
 
     def _after_seq(self) -> int | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))

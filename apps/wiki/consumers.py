@@ -21,11 +21,9 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
-from django.http.request import validate_host
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Team
@@ -33,12 +31,11 @@ from apps.accounts.selectors import amembership_of
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.wiki import WikiError, is_page
 from apps.realtime.groups import user_group, wiki_group
+from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.wiki.stores import store_for
 
 __all__ = ["CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND", "WikiConsumer"]
 
-CLOSE_NOT_AUTHENTICATED = 4401  # the conversation socket's codes (docs/protocol.md)
-CLOSE_NOT_FOUND = 4404
 _FORWARDED = ("path", "commit", "author", "action", "from")
 
 
@@ -52,7 +49,7 @@ class WikiConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         await self.accept()  # accept first: only then can we close with our own codes
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated or not self._origin_ok():
+        if user is None or not user.is_authenticated or not origin_allowed(self.scope):
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
             return
         team_id = int(self.scope["url_route"]["kwargs"]["team_id"])
@@ -73,18 +70,6 @@ class WikiConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.channel_layer.group_discard(wiki_group(self.team_id), self.channel_name)
         await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
-
-    def _origin_ok(self) -> bool:
-        """Cookie sessions need an allowed Origin (CSRF does not protect WebSockets); token
-        clients may omit it. (The conversation socket's rule; apps.rooms sits above the wiki,
-        so it is repeated here rather than imported.)"""
-        if self.scope.get("auth_method") == "token":
-            return True
-        origin = dict(self.scope.get("headers", [])).get(b"origin")
-        if not origin:
-            return False
-        host = urlparse(origin.decode("latin-1")).hostname or ""
-        return validate_host(host, settings.ALLOWED_HOSTS)
 
     def _path(self) -> str:
         query = parse_qs(self.scope.get("query_string", b"").decode("utf-8", "replace"))

@@ -147,13 +147,12 @@ LOSE_RUN_ENDED = """() => {
   const socket = window.confabRoom.socket;
   const receive = socket.receive.bind(socket);
   window.confabLost = 0;
-  socket.receive = (data) => {
-    const frame = JSON.parse(data);
+  socket.receive = (frame) => {
     if (frame.type === "event" && frame.event.kind === "run_ended" && !window.confabLost) {
       window.confabLost = frame.seq;
       return;
     }
-    receive(data);
+    receive(frame);
   };
 }"""
 

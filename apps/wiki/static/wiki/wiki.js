@@ -31,8 +31,8 @@ function start(root) {
       showBanner(banner, frame.action || "changed", parts);
       root.dataset.changedBy = frame.author || "";
     },
-    onStatus(state) {
-      root.dataset.socket = state;
+    onStatus(state, detail) {
+      root.dataset.socket = detail || state; // "open", "reconnecting", "not_found"...
     },
   });
 
