@@ -19,7 +19,8 @@ an earlier approved command sets them. So a cleared command runs with:
   repository's ``filter.<driver>.*`` keys (``git config`` runs no program) and empties each
   ``clean``, ``smudge`` and ``process`` (git then skips the filter: ``convert.c``,
   ``apply_filter``), and it puts ``--no-ext-diff --no-textconv`` after ``diff``, ``log``,
-  ``show``, ``whatchanged`` and the ``show`` of ``reflog`` and ``stash`` (an empty textconv or
+  ``show``, ``whatchanged``, the ``show`` of ``reflog`` and the ``show`` and ``list`` of
+  ``stash`` (``stash list`` takes log's options, ``-p`` too; an empty textconv or
   external diff is an error, not "none"), ``--no-textconv`` after ``blame``, and
   ``--ignore-submodules=dirty`` after ``status`` and ``diff``, which otherwise run
   ``git status`` inside every submodule under the submodule's own configuration.
@@ -85,7 +86,8 @@ if (($#)); then
     case $sub in
         diff | log | show | whatchanged) set -- "${diffs[@]}" "$@" ;;
         blame) set -- --no-textconv "$@" ;;
-        stash) [[ ${1-} == show ]] && { shift; set -- show "${diffs[@]}" "$@"; } ;;
+        stash)  # "list" takes log's options, "-p" included
+            case ${1-} in show | list) sub2=$1; shift; set -- "$sub2" "${diffs[@]}" "$@" ;; esac ;;
         reflog)  # "git reflog [options]" is "git reflog show [options]"
             case ${1-} in
                 show) shift; set -- show "${diffs[@]}" "$@" ;;

@@ -149,6 +149,17 @@ async def test_textconv_does_not_run(workspace: Path, repo: Path, mode: str,
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("command", ["git stash list -p", "git stash list --patch --stat"])
+async def test_textconv_does_not_run_on_a_stash(workspace: Path, repo: Path, mode: str,
+                                                command: str) -> None:
+    (repo / "notes.txt").write_text("alpha\nstashed\n")
+    git(repo, "stash", "--quiet")
+    marker = workspace / "textconv-ran"
+    git(repo, "config", "diff.evil.textconv", marker_program(marker))
+    await assert_not_run(workspace, mode, command, marker)
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("key", ["clean", "process"])
 @pytest.mark.parametrize("command", ["git status", "git diff", "git ls-files -m"])
 async def test_a_filter_driver_does_not_run(workspace: Path, mode: str, key: str,
