@@ -362,8 +362,9 @@ class BashTool(BaseTool):
         if status.active:
             return None
         return (f"Bash runs unconfined in this run ({status.reason}): its commands can reach "
-                "the network and every file the server's user can. Stop still ends every "
-                "process they start.")
+                "the network, every file and every process the server's user can. Stop "
+                "ends the processes they start, unless a command kills its supervisor on "
+                "purpose.")
 
     async def invoke(self, ctx: ToolContext) -> ToolOutput:
         command = ctx.arguments["command"]
