@@ -11,14 +11,13 @@ django_asgi = get_asgi_application()  # sets Django up before the routing import
 
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from apps.common.static_files import StaticFilesHandler  # noqa: E402
 from apps.rooms.routing import RUN_CHANNEL, run_worker, websocket_application  # noqa: E402
 
 # Static files (CSS, the room's ES modules) are served by the app itself unless a deployment
 # serves collectstatic's output in front of it (CONFAB_SERVE_STATIC=0): one process is enough.
-# The handler serves them with DEBUG off too (it calls staticfiles' serve with insecure=True).
-http_application = ASGIStaticFilesHandler(django_asgi) if settings.CONFAB["SERVE_STATIC"] \
+http_application = StaticFilesHandler(django_asgi) if settings.CONFAB["SERVE_STATIC"] \
     else django_asgi
 
 application = ProtocolTypeRouter({

@@ -78,6 +78,8 @@ def test_the_demo_shows_the_plain_404_page_and_still_serves_static_files(tmp_pat
             assert PLAIN_404 in page and not any(mark in page for mark in DEBUG_PAGE), missing
         status, css = browser.get("/static/common/site.css")
         assert status == 200 and "--muted" in css
+        for missing in ("/static/nope.js", "/static/rooms/"):
+            assert browser.get(missing)[0] == 404, missing  # not a 500
 
 
 def test_debug_is_off_unless_asked_for(tmp_path: Path) -> None:
