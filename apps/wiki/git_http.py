@@ -45,6 +45,7 @@ from apps.accounts.auth import bearer_token
 from apps.accounts.models import User
 from apps.accounts.services import aapi_token_authenticate
 from apps.common.errors import ApplicationError
+from apps.engine.gitconfig import command_line_config
 from apps.engine.wiki import WikiError
 from apps.wiki.selectors import awiki_membership
 from apps.wiki.stores import store_for
@@ -222,11 +223,7 @@ def _environment(request: HttpRequest, user: User, repository: Path, rest: str,
         "CONTENT_LENGTH": str(len(body)),
         "REMOTE_USER": f"user-{user.pk}",
         "REMOTE_ADDR": request.META.get("REMOTE_ADDR", ""),
-        "GIT_CONFIG_COUNT": str(len(_CONFIG)),
-    }
-    for index, (key, value) in enumerate(_CONFIG.items()):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    } | command_line_config(_CONFIG)
     if encoding := request.headers.get("Content-Encoding"):
         env["HTTP_CONTENT_ENCODING"] = encoding
     if _PROTOCOL_V2.match(request.headers.get("Git-Protocol", "")):

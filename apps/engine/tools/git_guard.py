@@ -39,6 +39,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from apps.engine.gitconfig import command_line_config
 from apps.engine.tools.sandbox import DEFAULT_PATH
 
 __all__ = ["PINNED_CONFIG", "guarded_env", "install"]
@@ -123,11 +124,7 @@ def guarded_env(env: Mapping[str, str], wrapper_dir: Path | None) -> dict[str, s
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_ALLOW_PROTOCOL": "",
-        "GIT_CONFIG_COUNT": str(len(PINNED_CONFIG)),
-    }
-    for index, (key, value) in enumerate(PINNED_CONFIG.items()):
-        guarded[f"GIT_CONFIG_KEY_{index}"] = key
-        guarded[f"GIT_CONFIG_VALUE_{index}"] = value
+    } | command_line_config(PINNED_CONFIG)
     if wrapper_dir is not None:
         guarded["PATH"] = f"{wrapper_dir}:{env.get('PATH', DEFAULT_PATH)}"
     return guarded

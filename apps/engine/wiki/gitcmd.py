@@ -21,6 +21,7 @@ from git import Git, Repo
 from git.exc import GitCommandError, GitError
 from git.refs.symbolic import SymbolicReference
 
+from apps.engine.gitconfig import command_line_config
 from apps.engine.wiki.errors import WikiUnavailable
 
 __all__ = ["ZERO_OID", "GitSession", "git_session", "hardened_env", "init_bare"]
@@ -60,11 +61,7 @@ def hardened_env(git_dir: Path, **extra: str) -> dict[str, str]:
         "PATH": "/usr/bin:/bin",
         "LC_ALL": "C",
         "TZ": "UTC",
-        "GIT_CONFIG_COUNT": str(len(_CONFIG)),
-    }
-    for index, (key, value) in enumerate(_CONFIG.items()):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    } | command_line_config(_CONFIG)
     env.update(extra)
     return env
 
