@@ -8,16 +8,28 @@ export function isSendKey(event) {
   return event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229;
 }
 
+export const BLANK_TEXT = "Not sent: the message is only spaces or blank lines — type some text.";
+
 /**
  * Wire `form` (form#composer): `onSend(text)` for each message; `onTyping()` while typing.
  */
 export function setupComposer(form, { onSend, onTyping }) {
   const area = form.querySelector('textarea[name="text"]');
+  const status = form.querySelector("#composer-status");
   let lastTyping = 0;
+
+  function say(text) {
+    if (status) status.textContent = text;
+  }
 
   function submit() {
     const text = area.value;
-    if (!text.trim()) return;
+    if (!text.trim()) {
+      say(BLANK_TEXT); // the text stays: the person may have meant to type more
+      area.focus();
+      return;
+    }
+    say("");
     onSend(text);
     area.value = "";
     area.focus();
@@ -34,6 +46,7 @@ export function setupComposer(form, { onSend, onTyping }) {
     }
   });
   area.addEventListener("input", () => {
+    if (area.value.trim()) say("");
     const now = Date.now();
     if (area.value && now - lastTyping >= TYPING_EVERY_MS) {
       lastTyping = now;
