@@ -148,23 +148,42 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
     wins); a call that is not waiting — not yet, no more, or never — is refused."""
     require_writer(membership)
     run = active_run(conversation)
-    if run is None:
-        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
     waiting = {a["call_id"]: a for a in waiting_for(run)["approvals"]}
     if tool_call_id not in waiting:
-        raise ApplicationError(ErrorCode.CONFLICT,
-                               "No tool call with that id is waiting for a decision.")
+        raise ApplicationError(ErrorCode.CONFLICT, _decided_already(conversation, tool_call_id)
+                               or ("Nothing is running." if run is None else
+                                   "No tool call with that id is waiting for a decision."))
     try:
         with transaction.atomic():
             decision = ToolDecision.objects.create(
                 run=run, tool_call_id=tool_call_id, tool_name=waiting[tool_call_id]["name"],
                 approved=approve, decided_by=membership.user)
     except IntegrityError:
-        raise ApplicationError(ErrorCode.CONFLICT, "Someone already decided.") from None
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               _decided_already(conversation, tool_call_id)
+                               or "Someone already decided.") from None
     group_send_on_commit(run_group(run.pk), {
         "type": "run.decide", "run_id": run.pk, "tool_call_id": tool_call_id,
         "approved": approve, "by": membership.user.shown_name})
     return decision
+
+
+def _decided_already(conversation: Conversation, tool_call_id: str) -> str | None:
+    """Who already decided ``tool_call_id`` in ``conversation``, in words for the person who
+    tried second (``"Bob already approved this tool call."``), or None if nobody did. A
+    recorded decision comes first (its ``approval_decided`` event may not be logged yet);
+    a timeout has only the event (``decided_by`` null)."""
+    decision = (ToolDecision.objects.filter(run__conversation=conversation,
+                                            tool_call_id=tool_call_id)
+                .select_related("decided_by").first())
+    if decision is not None:
+        who = decision.decided_by.shown_name if decision.decided_by else "A former member"
+        return f"{who} already {'approved' if decision.approved else 'denied'} this tool call."
+    timed_out = ConversationEvent.objects.filter(
+        conversation=conversation, kind="approval_decided",
+        payload__call_id=tool_call_id).exists()
+    return ("This tool call already timed out waiting for a decision (it counts as denied)."
+            if timed_out else None)
 
 
 def run_answer(*, conversation: Conversation, membership: Membership, question_id: str,
