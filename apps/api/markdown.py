@@ -112,7 +112,7 @@ def _heading(header: dict[str, Any]) -> str:
     room, team = header["room"], header["team"]
     return (f"# {_escape(header['title'])}\n\n"
             f"Team {_escape(team['name'])} · room {_escape(room['name'])} · "
-            f"conversation {header['id']} · started by {_name(header['created_by'])} on "
+            f"conversation {header['id']} · started by {_name(header['started_by'])} on "
             f"{_when(header['created_at'])}\n\n---\n\n")
 
 

@@ -117,12 +117,16 @@ class ConversationRenameIn(Schema):
 
 
 class ExportConversation(Schema):
+    """``created_by``: who created the conversation (null: unknown); ``started_by``: the
+    creator, else the author of its first message from a person."""
+
     id: int
     title: str
     archived: bool
     room: RoomRef
     team: TeamRef
     created_by: PersonRef | None
+    started_by: PersonRef | None
     last_seq: int
     created_at: datetime
     updated_at: datetime

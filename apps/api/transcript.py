@@ -54,9 +54,20 @@ def _person(user: User | None) -> dict[str, Any] | None:
     return {"id": user.pk, "name": user.shown_name} if user else None
 
 
+def _starter(conversation: Conversation) -> User | None:
+    """Who started the conversation: its creator, else the author of its first message from
+    a person (a conversation made by a script or a deleted account has no creator)."""
+    if conversation.created_by is not None:
+        return conversation.created_by
+    first = (Message.objects.filter(conversation=conversation, author__isnull=False)
+             .select_related("author").order_by("id").first())
+    return first.author if first else None
+
+
 def conversation_record(conversation: Conversation) -> dict[str, Any]:
-    """The conversation's header; reads ``room``, ``room.team`` and ``created_by``, so call it
-    before streaming starts (lazy loads are not allowed in the async body)."""
+    """The conversation's header; reads ``room``, ``room.team``, ``created_by`` and (without a
+    creator) the first person's message, so call it before streaming starts (lazy loads are
+    not allowed in the async body). ``started_by``: the creator, else that first author."""
     room = conversation.room
     return {
         "id": conversation.pk,
@@ -65,6 +76,7 @@ def conversation_record(conversation: Conversation) -> dict[str, Any]:
         "room": {"id": room.pk, "name": room.name},
         "team": {"id": room.team.pk, "name": room.team.name},
         "created_by": _person(conversation.created_by),
+        "started_by": _person(_starter(conversation)),
         "last_seq": conversation.last_seq,
         "created_at": _iso(conversation.created_at),
         "updated_at": _iso(conversation.updated_at),

@@ -1,9 +1,9 @@
 """``manage.py demo [--json]``: a demo team to try confab with, created idempotently.
 
 alice (owner), bob (member) and carol (viewer) in "Demo team", with fresh passwords each time
-it runs; a staff user "admin" for the admin site; a room with a conversation; the offline
-scripted model (served by fakellm at ``CONFAB_FAKELLM_URL``) as the team's default, plus a real
-provider for each API key found in the environment; the team's wiki gets a few pages by alice
+it runs; a staff user "admin" for the admin site; a room with a conversation alice started; the
+offline scripted model (served by fakellm at ``CONFAB_FAKELLM_URL``) as the team's default, plus
+a real provider for each API key found in the environment; the team's wiki gets a few pages by alice
 in one commit while it is empty (:data:`WIKI_PAGES`). ``--json`` prints exactly
 ``{"team": {"id"}, "room": {"id"}, "conversation": {"id"}, "users": {"alice": {"id",
 "username", "password", "token"}, "bob": {...}, "carol": {...}}, "admin": {"username",
@@ -96,8 +96,12 @@ class Command(BaseCommand):
         admin, admin_password = _person("admin", "Admin", staff=True)
         room = Room.objects.filter(team=team, name="General").first() or Room.objects.create(
             team=team, name="General", created_by=admin)
+        alice = User.objects.get(pk=users["alice"]["id"])
         conversation = (Conversation.objects.filter(room=room).order_by("id").first()
-                        or Conversation.objects.create(room=room, title="Welcome"))
+                        or Conversation.objects.create(room=room, title="Welcome",
+                                                       created_by=alice))
+        if conversation.created_by_id is None:  # made by an older demo: it is alice's
+            Conversation.objects.filter(pk=conversation.pk).update(created_by=alice)
         # The offline model's address: as given, else kept from an earlier run (so a second
         # `demo --json` does not move a server started on other ports).
         given = os.environ.get("CONFAB_FAKELLM_URL") or os.environ.get("CONFAB_FAKELLM_URL_FILE")
