@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from apps.engine.ports import InputPort
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
     "BaseTool",
     "Concurrency",
     "Tool",
@@ -76,6 +77,11 @@ class ToolSpec:
                               parameters=self.parameters)
 
 
+DEFAULT_MAX_RESULT_CHARS = 30_000
+"""Characters of a tool result the model gets as they are; a longer result is stored whole in
+the workspace and the model gets a preview (:mod:`apps.engine.tools.results`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolEnvironment:
     """Host settings the tools obey: ``allow_private_network`` (WebFetch, MCP HTTP: loopback,
@@ -84,7 +90,7 @@ class ToolEnvironment:
     installed; "off"), ``ask_timeout_s`` (how long AskUser waits for an answer)."""
 
     allow_private_network: bool = False
-    max_result_chars: int = 30_000
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
     sandbox: str = "auto"
     ask_timeout_s: float = 900.0
 

@@ -14,12 +14,19 @@ import re
 from pathlib import Path
 
 from apps.engine.errors import ToolError
+from apps.engine.tools.base import DEFAULT_MAX_RESULT_CHARS
 from apps.engine.tools.workspace import display_path, open_in_workspace, resolve_path
 
-__all__ = ["RESULTS_DIR", "store_if_large"]
+__all__ = ["LARGE_RESULT_NOTE", "RESULTS_DIR", "store_if_large"]
 
 RESULTS_DIR = ".confab/results"
 """Where stored results live, relative to the workspace."""
+
+LARGE_RESULT_NOTE = (
+    f"A result over {DEFAULT_MAX_RESULT_CHARS:,} characters is saved whole in the workspace "
+    f"under {RESULTS_DIR}/ and you get its beginning, its end and the file's path: Read it with "
+    "offset/limit, or Grep it, for the rest.")
+"""What tool descriptions tell the model about long results (the executor's default limit)."""
 
 _PREVIEW_MAX_CHARS = 4_000  # head + tail together, before the header
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")

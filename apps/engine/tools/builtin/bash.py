@@ -46,6 +46,7 @@ from apps.engine.tools import git_guard
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.bash_readonly import is_read_only
 from apps.engine.tools.mounts import ReadOnlyMounts
+from apps.engine.tools.results import LARGE_RESULT_NOTE
 from apps.engine.tools.sandbox import (
     DEFAULT_PATH,
     SANDBOX_HOME,
@@ -81,15 +82,17 @@ _SUPERVISED_GRACE_S = _KILL_GRACE_S + 3.0
 _DRAIN_GRACE_S = 0.5  # for the pipe's end of file once the group is dead (an escaped holder)
 _POLL_S = 0.02
 
-_DESCRIPTION = """\
+_DESCRIPTION = f"""\
 Run a bash command in the conversation's workspace (the working directory) and return its \
 combined stdout and stderr and its exit code.
 
-- `timeout` is in milliseconds: default 120000 (2 minutes), at most 600000 (10 minutes). On \
-timeout the command and everything it started are killed.
+- `timeout` is in milliseconds: default {DEFAULT_TIMEOUT_MS} ({DEFAULT_TIMEOUT_MS // 60_000} \
+minutes), at most {MAX_TIMEOUT_MS} ({MAX_TIMEOUT_MS // 60_000} minutes). On timeout the command \
+and everything it started are killed.
 - stdin is empty; interactive programs and password prompts will not work.
 - Processes left running in the background are stopped when the command ends.
-- Output longer than 30000 characters is cut in the middle.
+- {LARGE_RESULT_NOTE} Output over {MAX_OUTPUT_CHARS:,} bytes keeps only its beginning and \
+its end.
 - Where the sandbox is active there is no network access and only the workspace (and /tmp, \
 which is discarded) is writable; the result says when a command was not sandboxed.
 - HOME is an empty directory that is removed after each command: set git's identity with \

@@ -39,14 +39,15 @@ MAX_RESULTS = 100
 
 _MAGIC = frozenset("*?[{\\")
 
-DESCRIPTION = """\
-Finds files by name pattern in the workspace, e.g. "**/*.py" or "src/**/*.{ts,tsx}".
+DESCRIPTION = f"""\
+Finds files by name pattern in the workspace, e.g. "**/*.py" or "src/**/*.{{ts,tsx}}".
 
-- `**` matches any number of directories, `*` and `?` match within one name, `{a,b}` matches \
+- `**` matches any number of directories, `*` and `?` match within one name, `{{a,b}}` matches \
 either alternative, `[abc]` one of the characters.
 - The pattern is matched against paths relative to `path` (default: the workspace root), so \
 "*.py" finds only top-level files; use "**/*.py" to search all directories.
-- Returns file paths relative to the workspace root, most recently modified first, at most 100.
+- Returns file paths relative to the workspace root, most recently modified first, at most \
+{MAX_RESULTS}.
 - .git and .confab are not searched. To search file contents, use Grep."""
 
 

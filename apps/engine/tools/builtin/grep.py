@@ -48,17 +48,17 @@ SEARCH_BUDGET_S = 20.0
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Searches file contents in the workspace with a regular expression (Python `re` syntax, e.g. \
 "def \\w+\\(" or "TODO|FIXME"; prefix "(?i)" to ignore case).
 
 - path: a file or directory to search (default: the workspace root).
-- glob: only search files matching this pattern, e.g. "*.py" or "*.{ts,tsx}" (a pattern without \
+- glob: only search files matching this pattern, e.g. "*.py" or "*.{{ts,tsx}}" (a pattern without \
 "/" matches file names at any depth; with "/", paths relative to `path`, e.g. "src/**/*.py").
 - output_mode: "content" (default) gives `path:line:text` lines; "files_with_matches" gives \
 the paths of matching files; "count" gives `path:count`.
 - Paths are relative to the workspace root. Binary files, .git and .confab are skipped. At \
-most 200 results are returned.
+most {MAX_RESULTS} results are returned; a line is cut after {MAX_LINE_CHARS} characters.
 - To find files by name, use Glob."""
 
 

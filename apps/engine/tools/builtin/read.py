@@ -18,7 +18,14 @@ from typing import Any, BinaryIO
 
 from apps.engine.errors import ToolError
 from apps.engine.messages import ImageBlock, TextBlock
-from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
+from apps.engine.tools.base import (
+    DEFAULT_MAX_RESULT_CHARS,
+    BaseTool,
+    Concurrency,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+)
 from apps.engine.tools.mounts import ReadOnlyMounts
 from apps.engine.tools.workspace import locate, open_in_workspace
 
@@ -52,15 +59,16 @@ _IMAGE_MAGIC = (
     (b"GIF89a", "image/gif"),
 )
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Reads a file from the workspace. file_path is relative to the workspace root (an absolute path \
 inside the workspace also works).
 
-- By default reads up to 2000 lines from the start of the file. For long files, pass offset (the \
-1-based line number to start at) and limit (how many lines) to read a range.
+- By default reads up to {DEFAULT_LIMIT} lines from the start of the file. For long files, pass \
+offset (the 1-based line number to start at) and limit (how many lines) to read a range.
 - Output is numbered like `cat -n`: each line is the line number, a tab, then the line. The \
 number and tab are not part of the file: leave them out of Edit's old_string.
-- Lines longer than 2000 characters are truncated.
+- Lines longer than {MAX_LINE_CHARS} characters are truncated. A read stops before \
+{DEFAULT_MAX_RESULT_CHARS:,} characters of output and says which offset continues.
 - Images (PNG, JPEG, GIF, WebP) are returned as images. Other binary files are refused.
 - Directories cannot be read: use Glob (or Bash `ls`) to list files."""
 

@@ -33,12 +33,14 @@ from apps.engine.errors import ToolError
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.net import (
     DEFAULT_MAX_BYTES,
+    MAX_REDIRECTS,
     Fetched,
     IPNetwork,
     NetworkPolicy,
     Resolver,
     fetch,
 )
+from apps.engine.tools.results import LARGE_RESULT_NOTE
 
 __all__ = ["DEFAULT_MAX_CHARS", "WebFetchTool", "html_to_markdown", "is_text_type"]
 
@@ -57,13 +59,15 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
                  "embed", "head")
 
-_DESCRIPTION = """\
+_DESCRIPTION = f"""\
 Fetch a URL (http or https) and return its content as text: HTML pages are converted to \
 Markdown, plain text and JSON are returned as they are, binary files (images, PDFs, archives) \
 are refused.
 
-- Only public addresses are reachable; redirects are followed (at most 5) and checked.
-- At most 5 MB are downloaded; the text returned is cut after 100000 characters.
+- Only public addresses are reachable; redirects are followed (at most {MAX_REDIRECTS}) and \
+checked.
+- At most {DEFAULT_MAX_BYTES // (1024 * 1024)} MB are downloaded; the text is cut after \
+{DEFAULT_MAX_CHARS:,} characters. {LARGE_RESULT_NOTE}
 - Links in converted pages are absolute, so you can fetch them next.
 - `prompt` is optional: the whole text is returned whatever it says."""
 
