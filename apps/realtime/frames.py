@@ -32,7 +32,10 @@ __all__ = [
     "parse_client_frame",
 ]
 
-MAX_TEXT = 32_000
+MAX_TEXT = 10_000_000
+"""A frame's text is never longer (characters): far past any message the setting allows, so the
+service refuses a long message in plain words (``CONFAB_MESSAGE_MAX_CHARS``) with the frame's
+``client_id``, and this only bounds what pydantic copies."""
 
 
 class _Frame(BaseModel):

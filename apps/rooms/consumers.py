@@ -198,10 +198,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not self.joined:
             return
+        sent = _send_client_id(content)
         try:
             frame = parse_client_frame(content)
         except (ValidationError, ValueError) as exc:
-            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)))
+            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)), sent)
             return
         if not await credentials_hold(self.scope):  # e.g. the password changed since connecting
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
@@ -212,12 +213,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         if isinstance(frame, WRITE_FRAMES) and not membership.role_enum.can_write:
             await self._error(ApplicationError(ErrorCode.FORBIDDEN,
-                                               "Viewers can watch but not take part."))
+                                               "Viewers can watch but not take part."), sent)
             return
         try:
             await self._dispatch(frame, membership)
         except ApplicationError as error:
-            await self._error(error)
+            await self._error(error, sent)
 
     async def _dispatch(self, frame: Any, membership: Membership) -> None:
         conversation, _ = await database_sync_to_async(conversation_for)(
@@ -248,8 +249,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})
 
-    async def _error(self, error: ApplicationError) -> None:
-        await self.send_json(error.as_frame())
+    async def _error(self, error: ApplicationError, client_id: str | None = None) -> None:
+        """The refusal as an ``error`` frame; one of a ``send`` names its ``client_id``, so
+        the client knows which message was not sent (docs/protocol.md)."""
+        frame: dict[str, Any] = error.as_frame()
+        if client_id is not None:
+            frame["client_id"] = client_id
+        await self.send_json(frame)
 
     # -- from the channel layer ---------------------------------------------------------------
     async def conv_event(self, message: dict[str, Any]) -> None:
@@ -306,6 +312,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         people = {person["id"]: person for person in self.present.values()}
         await self.send_json({"type": "presence",
                               "present": sorted(people.values(), key=lambda p: p["name"])})
+
+
+def _send_client_id(content: Any) -> str | None:
+    """The ``client_id`` of a ``send`` frame, even one that fails validation (a string of at
+    most 100 characters, as the frame allows); None for any other frame."""
+    if not isinstance(content, dict) or content.get("type") != "send":
+        return None
+    client_id = content.get("client_id")
+    return client_id if isinstance(client_id, str) and 0 < len(client_id) <= 100 else None
 
 
 class NotFoundConsumer(AsyncJsonWebsocketConsumer):

@@ -26,6 +26,7 @@ from apps.common.web import refusal
 from apps.rooms import selectors
 from apps.rooms.forms import ConversationCreateForm, RoomCreateForm
 from apps.rooms.models import Run, RunStatus
+from apps.rooms.services.limits import message_max_chars
 from apps.rooms.services.rooms import conversation_create, room_create
 
 __all__ = ["conversation", "conversation_new", "room_detail", "room_list", "room_new"]
@@ -150,6 +151,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         "team": found.room.team,
         "membership": membership,
         "can_write": membership.role_enum.can_write,
+        "message_max_chars": message_max_chars(),
         "socket_path": f"/ws/conversations/{found.pk}/",
         "export_json": reverse("api:export_json", kwargs={"conversation_id": found.pk}),
         "export_md": reverse("api:export_markdown", kwargs={"conversation_id": found.pk}),

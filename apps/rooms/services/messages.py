@@ -21,6 +21,7 @@ from apps.common.errors import ApplicationError, ErrorCode
 from apps.rooms.models import Conversation, Message, MessageStatus, Run, RunStatus
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
+from apps.rooms.services.limits import require_fits
 from apps.rooms.services.runs import run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
@@ -49,8 +50,12 @@ def _rate_limit(conversation: Conversation, user: User) -> None:
 
 def message_post(*, conversation: Conversation, membership: Membership, text: str,
                  client_id: str) -> PostResult:
-    """Store ``text`` from the member; start a run or queue it for the running one."""
+    """Store ``text`` from the member; start a run or queue it for the running one. Raises
+    ApplicationError: ``forbidden`` (a viewer), ``too_large``
+    (:func:`~apps.rooms.services.limits.require_fits`),
+    ``rate_limited``."""
     require_writer(membership)
+    require_fits(text)
     user = membership.user
     mine = Message.objects.filter(conversation=conversation, author=user, client_id=client_id)
     existing = mine.first()

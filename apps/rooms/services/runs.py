@@ -33,6 +33,7 @@ from apps.rooms.models import (
 )
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
+from apps.rooms.services.limits import require_fits
 
 __all__ = [
     "active_run",
@@ -191,6 +192,7 @@ def run_answer(*, conversation: Conversation, membership: Membership, question_i
     """Pass an answer to the run's waiting AskUser question (the first answer wins; the worker
     ignores later ones, and a question that is not waiting is refused here)."""
     require_writer(membership)
+    require_fits(text)
     run = active_run(conversation)
     if run is None:
         raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")

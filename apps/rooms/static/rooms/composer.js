@@ -10,8 +10,18 @@ export function isSendKey(event) {
 
 export const BLANK_TEXT = "Not sent: the message is only spaces or blank lines — type some text.";
 
+/** Why a message of `length` characters cannot be sent when at most `max` fit. */
+export function tooLongText(length, max) {
+  const n = (v) => v.toLocaleString("en-US");
+  return `the message is ${n(length)} characters long; at most ${n(max)} fit in one message. `
+    + "Shorten it or split it.";
+}
+
 /**
- * Wire `form` (form#composer): `onSend(text)` for each message; `onTyping()` while typing.
+ * Wire `form` (form#composer, `data-max-chars`: the server's CONFAB_MESSAGE_MAX_CHARS):
+ * `onSend(text)` for each message; `onTyping()` while typing. Returns `{ focus(),
+ * refused(text, reason) }`: `refused` puts a message the server turned down back in the
+ * textarea (unless something new is typed there) and says why under it.
  */
 export function setupComposer(form, { onSend, onTyping }) {
   const area = form.querySelector('textarea[name="text"]');
@@ -26,6 +36,12 @@ export function setupComposer(form, { onSend, onTyping }) {
     const text = area.value;
     if (!text.trim()) {
       say(BLANK_TEXT); // the text stays: the person may have meant to type more
+      area.focus();
+      return;
+    }
+    const max = Number(form.dataset.maxChars) || Infinity;
+    if (text.length > max) {
+      say(`Not sent: ${tooLongText(text.length, max)}`);
       area.focus();
       return;
     }
@@ -53,5 +69,10 @@ export function setupComposer(form, { onSend, onTyping }) {
       onTyping();
     }
   });
-  return { focus: () => area.focus() };
+  function refused(text, reason) {
+    if (!area.value.trim()) area.value = text;
+    say(`Not sent: ${reason}`);
+  }
+
+  return { focus: () => area.focus(), refused };
 }

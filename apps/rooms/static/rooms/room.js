@@ -72,13 +72,24 @@ function start(root) {
         store.setPresence(frame);
         return;
       case "error":
-        if (frame.code === "rate_limited") store.sendFailed(frame.message);
+        if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
         root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled]")
           .forEach((el) => { el.disabled = false; });
         return;
       default:
     }
+  }
+
+  function refusedSend(frame) {
+    // A refused `send` is shown where it was typed: its bubble says "not sent" and why, and
+    // its text goes back in the composer. Older servers name no client_id: the oldest unsent.
+    if (frame.client_id === undefined && frame.code !== "rate_limited") return false;
+    const reason = frame.message || frame.code;
+    const msg = store.sendFailed(reason, frame.client_id);
+    if (!msg) return false;
+    if (composerUi) composerUi.refused(msg.text, reason);
+    return true;
   }
 
   function send(text) {
@@ -94,9 +105,9 @@ function start(root) {
   }
 
   const composer = root.querySelector("#composer");
-  if (composer) {
-    setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }) });
-  }
+  const composerUi = composer
+    ? setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }) })
+    : null;
 
   root.addEventListener("click", (event) => {
     const button = event.target.closest("button[data-action]");

@@ -135,15 +135,16 @@ export class Store {
     this.touch(msg);
   }
 
-  sendFailed(text) {
-    // A refused `send` (e.g. rate_limited): the server answers in order, so the oldest unsent.
-    const msg = this.unsent()[0];
-    if (!msg) return false;
-    msg.failed = text;
+  sendFailed(reason, clientId) {
+    // A refused `send`: the one its error frame names, else the oldest unsent (the server
+    // answers in order). Returns that message (its `text` is what was typed), or null.
+    const msg = clientId === undefined ? this.unsent()[0] : this.local.get(clientId);
+    if (!msg) return null;
+    msg.failed = reason;
     msg.sending = false;
     this.local.delete(msg.clientId);
     this.touch(msg);
-    return true;
+    return msg;
   }
 
   _drop(msg) {

@@ -1,0 +1,60 @@
+"""Every refusal of a ``send`` names its ``client_id`` and says why in plain words (issue 16):
+the client marks that message "not sent" and gives its text back. Nothing is stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.accounts.models import User
+from apps.rooms.models import Message
+from tests.consumers.conftest import connect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def short_limit(settings) -> int:
+    settings.CONFAB = {**settings.CONFAB, "MESSAGE_MAX_CHARS": 20}
+    return 20
+
+
+async def _refusal(client, frame: dict) -> dict:
+    await client.send(frame)
+    return await client.until(lambda f: f["type"] == "error")
+
+
+async def test_a_message_over_the_setting_is_refused_in_plain_words(
+        alice: User, conversation, short_limit: int) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    refused = await _refusal(a, {"type": "send", "client_id": "long1", "text": "y" * 21})
+    assert refused == {"type": "error", "code": "too_large", "client_id": "long1",
+                       "message": "The message is 21 characters long; at most 20 fit in one "
+                                  "message. Shorten it or split it."}
+    await a.send({"type": "send", "client_id": "ok1", "text": "y" * 20})
+    assert (await a.until(lambda f: f["type"] == "ack"))["client_id"] == "ok1"
+    assert [m.client_id async for m in Message.objects.filter(conversation=conversation)] == \
+        ["ok1"]
+    await a.close()
+
+
+@pytest.mark.parametrize(("who", "frame", "code"), [
+    ("alice", {"type": "send", "client_id": "b1", "text": "   "}, "bad_frame"),
+    ("alice", {"type": "send", "client_id": "b2", "text": "hi", "extra": 1}, "bad_frame"),
+    ("carol", {"type": "send", "client_id": "v1", "text": "hi"}, "forbidden"),
+])
+async def test_every_refused_send_names_its_client_id(who: str, frame: dict, code: str,
+                                                      alice: User, carol: User,
+                                                      conversation) -> None:
+    client, _ = await connect(alice if who == "alice" else carol, conversation.pk)
+    refused = await _refusal(client, frame)
+    assert refused["code"] == code and refused["client_id"] == frame["client_id"]
+    assert not await Message.objects.filter(conversation=conversation).aexists()
+    await client.close()
+
+
+async def test_an_answer_over_the_setting_is_refused_too(alice: User, conversation,
+                                                        short_limit: int) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    refused = await _refusal(a, {"type": "answer", "question_id": "q", "text": "z" * 21})
+    assert refused["code"] == "too_large" and "client_id" not in refused
+    await a.close()
