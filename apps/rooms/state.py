@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Membership
-from apps.rooms.models import Conversation, ConversationEvent, Message, Run
+from apps.rooms.models import Conversation, ConversationEvent, Message, Run, ToolDecision
 from apps.rooms.services.runs import active_run, waiting_for
 from apps.rooms.transcript import message_json
 
@@ -54,13 +54,46 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
                                       "name": conversation.room.team.name}},
             "you": {"id": membership.user_id, "name": membership.user.shown_name,
                     "role": membership.role},
-            "messages": [message_json(m) for m in _in_order(list(messages))],
+            "messages": _with_decisions([message_json(m) for m in _in_order(list(messages))]),
             "run": run_json(run) if run else None,
             "waiting": waiting_for(run),
             "todos": _todos(conversation_id),
             "wiki_changes": _wiki_changes(conversation_id),
             "compaction": _compaction(conversation),
         }
+
+
+def _with_decisions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each decided ``tool_use`` block carrying ``decision`` (``approved``,
+    ``denied`` or ``timed_out``) and ``decided_by`` (``{"id", "name"}``; null for a timeout
+    or a deleted account). Copies of the blocks: the stored content stays verbatim. Read for
+    the runs of these messages only, so the frame grows with what it carries, not with the
+    conversation."""
+    uses = {b["id"]: b for m in messages for b in m["content"] or []
+            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id")}
+    runs = {m["run_id"] for m in messages if m["run_id"] is not None}
+    if not uses or not runs:
+        return messages
+    decided: dict[str, dict[str, Any]] = {}
+    for call_id, payload in (ConversationEvent.objects  # timeouts: only the event has them
+                             .filter(run_id__in=runs, kind="approval_decided")
+                             .values_list("payload__call_id", "payload")):
+        if call_id in uses and payload.get("decided_by") is None and not payload["approved"]:
+            decided[call_id] = {"decision": "timed_out", "decided_by": None}
+    for row in (ToolDecision.objects.filter(run_id__in=runs, tool_call_id__in=list(uses))
+                .select_related("decided_by")):
+        by = row.decided_by
+        decided[row.tool_call_id] = {
+            "decision": "approved" if row.approved else "denied",
+            "decided_by": {"id": by.pk, "name": by.shown_name} if by else None}
+    if not decided:
+        return messages
+    for m in messages:
+        if any(isinstance(b, dict) and b.get("id") in decided for b in m["content"] or []):
+            m["content"] = [{**b, **decided[b["id"]]}
+                            if isinstance(b, dict) and b.get("id") in decided else b
+                            for b in m["content"]]
+    return messages
 
 
 def _in_order(messages: list[Message]) -> list[Message]:

@@ -35,3 +35,46 @@ async def test_the_second_person_to_decide_is_told_who_already_decided(
     assert late["message"] == "Alice already approved this tool call."
     await a.close()
     await b.close()
+
+
+def _decided_uses(state: dict) -> dict[str, tuple[str, object]]:
+    return {b["id"]: (b["decision"], b["decided_by"]) for m in state["messages"]
+            for b in m["content"] if b.get("type") == "tool_use" and "decision" in b}
+
+
+async def test_the_state_frame_carries_each_calls_decision_and_who_took_it(
+        alice: User, bob: User, conversation, worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(
+        RISKY, {"tool_call": {"name": "Bash", "arguments": {"command": "echo b > out.txt"}}},
+        {"text": "done"})})
+    first = await a.until_event("awaiting_approval")
+    await a.send({"type": "decide", "tool_call_id": first["call_id"], "decision": "deny"})
+    second = await a.until_event("awaiting_approval")
+    b, _ = await connect(bob, conversation.pk)
+    await b.send({"type": "decide", "tool_call_id": second["call_id"], "decision": "approve"})
+    await a.until_event("run_ended")
+    again, state = await connect(bob, conversation.pk)
+    assert _decided_uses(state) == {
+        first["call_id"]: ("denied", {"id": alice.pk, "name": "Alice"}),
+        second["call_id"]: ("approved", {"id": bob.pk, "name": "Bob"})}
+    for client in (a, b, again):
+        await client.close()
+
+
+async def test_a_call_nobody_decided_in_time_is_timed_out_in_the_state_frame(
+        alice: User, conversation, worker, settings) -> None:
+    settings.CONFAB = {**settings.CONFAB, "APPROVAL_TIMEOUT_S": 0.2}
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(RISKY, {"text": "ok"})})
+    waiting = await a.until_event("awaiting_approval")
+    decided = await a.until_event("approval_decided")
+    assert decided["decided_by"] is None and decided["approved"] is False
+    await a.until_event("run_ended")
+    again, state = await connect(alice, conversation.pk)
+    assert _decided_uses(state) == {waiting["call_id"]: ("timed_out", None)}
+    await a.send({"type": "decide", "tool_call_id": waiting["call_id"], "decision": "approve"})
+    late = await a.until(lambda f: f["type"] == "error")
+    assert late["message"].startswith("This tool call already timed out")
+    for client in (a, again):
+        await client.close()

@@ -169,6 +169,7 @@ export class Store {
         this._registerCall(call, block.id);
         call.args = block.input || {};
         if (call.status === "streaming") call.status = "ready";
+        if (block.decision) this._decided(call, block);
       } else if (block.partial_arguments !== undefined) {
         call.argsText = block.partial_arguments;
       }
@@ -278,6 +279,14 @@ export class Store {
     call.status = "ready";
     this._registerCall(call, id);
     return call;
+  }
+
+  _decided(call, block) {
+    // A state frame's decision on a stored call: who decided survives a reload, and a denied
+    // call stays "denied" (its error result is the denial, not a failure).
+    const approved = block.decision === "approved";
+    call.decision = { approved, by: block.decided_by ? block.decided_by.name : null };
+    if (!approved) call.status = "denied";
   }
 
   _attachResult(block, durationMs) {

@@ -1,0 +1,38 @@
+"""Decisions on tool calls in a real browser (issue 16): who denied a call is still shown after
+a reload, and the denied call is "denied", not a red "error"."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.browser.live import ConfabServer, People
+from tests.e2e.browser.room import script
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def conversation(confab_server: ConfabServer, request: pytest.FixtureRequest) -> int:
+    return confab_server.new_conversation(request.node.name)
+
+
+def test_a_denied_call_still_says_who_denied_it_after_a_reload(
+        people: People, conversation: int) -> None:
+    alice = people.room("alice", conversation)
+    after = "The command was denied, so nothing was written."
+    alice.send(script(
+        {"tool_call": {"name": "Bash", "arguments": {"command": "echo hi > out.txt"}}},
+        {"text": after}))
+    card = alice.tool_cards()
+    expect(card.locator('button[data-action="deny"]')).to_be_visible()
+    card.locator('button[data-action="deny"]').click()
+    expect(alice.assistant_bodies().last).to_contain_text(after)
+    expect(alice.run_status).to_have_text("Completed")
+    alice.reload()
+    card = alice.tool_cards()
+    expect(card).to_have_count(1)
+    expect(card.locator(".decided-by")).to_have_text("Denied by Alice")
+    expect(card.locator(".tool-status")).to_contain_text("denied")
+    expect(card.locator(".tool-status")).not_to_contain_text("error")
+    assert card.get_attribute("data-status") == "denied"
