@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from itertools import groupby
 from typing import Any
@@ -49,18 +49,22 @@ async def transcript_markdown(conversation: Conversation,
     yield _heading(header)
     async for batch in _batched(message_records(conversation), RENDER_BATCH):
         yield await asyncio.to_thread(lambda batch=batch: "".join(map(_message, batch)))
+    async for piece in _section("## Runs\n\n", run_records(conversation), _run):
+        yield piece
+    async for piece in _section("\n## Wiki changes\n\n", wiki_change_records(conversation),
+                                _wiki_change):
+        yield piece
+
+
+async def _section(title: str, records: AsyncIterator[dict[str, Any]],
+                   render: Callable[[dict[str, Any]], str]) -> AsyncIterator[str]:
+    """``title``, then each record rendered; nothing at all when there are no records."""
     first = True
-    async for run in run_records(conversation):
+    async for record in records:
         if first:
-            yield "## Runs\n\n"
+            yield title
             first = False
-        yield _run(run)
-    first = True
-    async for change in wiki_change_records(conversation):
-        if first:
-            yield "\n## Wiki changes\n\n"
-            first = False
-        yield _wiki_change(change)
+        yield render(record)
 
 
 async def _batched(items: AsyncIterator[dict[str, Any]], size: int
