@@ -226,6 +226,9 @@ CONFAB = {
     "CLAIM_TIMEOUT_S": env_float("CONFAB_CLAIM_TIMEOUT_S", 20.0),
     "MAX_DISPATCHES": env_int("CONFAB_MAX_DISPATCHES", 3),
     "MAX_ITERATIONS": env_int("CONFAB_MAX_ITERATIONS", 50),
+    # A session-notes agent still working when its run ends gets this long (s) after the end;
+    # the conversation's next run cancels it sooner.
+    "NOTES_TIMEOUT_S": env_float("CONFAB_NOTES_TIMEOUT_S", 120.0),
     # After 3 failed compactions in a row, automatic compaction waits this long (s) before it
     # tries again; a member's "compact now" does not wait.
     "COMPACTION_COOLDOWN_S": env_float("CONFAB_COMPACTION_COOLDOWN_S", 600.0),

@@ -7,8 +7,9 @@ one that fails is a ``warning`` event and the run goes on), says in a ``warning`
 runs without the sandbox, runs the agent (or, for a ``compact`` run, only compacts the history:
 no model turn, no MCP servers), feeds every runtime event to the projector (a sub-agent's
 ``wiki_changed`` is lifted to the top level), beats the heartbeat, sends the log's high-water
-mark to the room (:mod:`apps.rooms.tail`), and ends the run in the database. Stop, decisions
-and answers arrive from the worker consumer (the run's group) and are delivered here.
+mark to the room (:mod:`apps.rooms.tail`), and ends the run in the database; a notes agent
+still working then finishes after the end (:mod:`apps.rooms.notes`). Stop, decisions and
+answers arrive from the worker consumer (the run's group) and are delivered here.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from apps.integrations.builders import (
 )
 from apps.integrations.mcp_builders import mcp_specs
 from apps.rooms.models import Conversation, Run, RunPurpose, RunStatus
+from apps.rooms.notes import notes_release_before, notes_settle
 from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
 from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
@@ -115,10 +117,13 @@ class RunHost:
         self._stop_requested = False
 
     def stop(self) -> None:
-        """Stop the run wherever it is."""
+        """Stop the run wherever it is; after its end, cancel its notes agent (the
+        conversation's next run has started: :mod:`apps.rooms.notes`)."""
         self._stop_requested = True
         if self.runner is not None:
             self.runner.cancel()
+        if self.ended is not None and self._memory is not None:
+            self._memory.cancel()
 
     def decide(self, tool_call_id: str, approved: bool, by: str) -> None:
         if self.approvals is not None:
@@ -144,7 +149,8 @@ class RunHost:
                                                      f"{type(exc).__name__}: {exc}")
             await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
         if conversation_id is not None:
-            await self._mark_after_end(conversation_id)
+            await asyncio.gather(self._mark_after_end(conversation_id),
+                                 self._settle_notes(conversation_id))
 
     def _setup(self) -> _Setup:
         run = Run.objects.select_related("conversation__room__team", "started_by").filter(
@@ -192,6 +198,7 @@ class RunHost:
     async def _run(self, setup: _Setup) -> tuple[RunStatus, str, str]:
         conf = settings.CONFAB
         conversation = setup.conversation
+        await notes_release_before(conversation.pk, self.run_id)
         provider = provider_pool.get(setup.provider)  # per event loop: here, not in a thread
         inbox = PendingMessages(conversation.pk, self.run_id)
         projector = Projector(conversation.pk, self.run_id, inbox,
@@ -277,7 +284,6 @@ class RunHost:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             await projector.close()
-            await self._memory.wait()
         return _FINAL.get(runner.status or "failed", RunStatus.FAILED), error_kind, error_message
 
     async def _beat(self) -> None:
@@ -303,6 +309,11 @@ class RunHost:
             await hwm_publish(conversation_id)
         except Exception:  # the sockets' own checks still find the tail
             logger.exception("run %s: the last high-water mark failed", self.run_id)
+
+    async def _settle_notes(self, conversation_id: int) -> None:
+        if self._memory is not None:
+            await notes_settle(self._memory, conversation_id=conversation_id,
+                               run_id=self.run_id, clock=self.clock)
 
     async def _tick(self, projector: Projector) -> None:
         pause = settings.CONFAB["COALESCE_MS"] / 1000.0

@@ -10,23 +10,85 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx2
 import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apps.engine.fakellm.app import create_app
 from tests.conftest import ROOT
 
 
+class RequestGate:
+    """Holds the model requests whose body contains ``marker`` until :meth:`open` — a model
+    that takes its time over them; counts them and the clients that gave up on one (closed the
+    connection) while it was held."""
+
+    def __init__(self, marker: bytes) -> None:
+        self.marker = marker
+        self.held = 0
+        self.abandoned = 0
+        self._open = asyncio.Event()
+        self._changed = asyncio.Event()
+
+    def open(self) -> None:
+        """Let the held requests and every later one through."""
+        self._open.set()
+
+    async def until(self, *, held: int = 0, abandoned: int = 0, timeout_s: float = 10) -> None:
+        """Wait until at least ``held`` requests were held and ``abandoned`` given up."""
+        async with asyncio.timeout(timeout_s):
+            while self.held < held or self.abandoned < abandoned:
+                self._changed.clear()
+                await self._changed.wait()
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        async def gated(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                return await app(scope, receive, send)
+            messages = [await receive()]
+            while messages[-1].get("more_body"):
+                messages.append(await receive())
+            body = b"".join(m.get("body", b"") for m in messages)
+            if self.marker in body and not await self._hold(receive):
+                return
+            replay = iter(messages)
+
+            async def replayed() -> Any:
+                return next(replay, None) or await receive()
+
+            await app(scope, replayed, send)
+        return gated
+
+    async def _hold(self, receive: Receive) -> bool:
+        """Wait for :meth:`open`; False when the client left first (ASGI ``http.disconnect``)."""
+        self.held += 1
+        self._changed.set()
+        opened, gone = (asyncio.ensure_future(self._open.wait()),
+                        asyncio.ensure_future(receive()))
+        await asyncio.wait({opened, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if opened.done() and not gone.done():
+            gone.cancel()
+            return True
+        opened.cancel()
+        self.abandoned += 1
+        self._changed.set()
+        return False
+
+
 @contextlib.asynccontextmanager
-async def serve_fakellm(rate: float = 0.0) -> AsyncIterator[str]:
-    """Serve fakellm in this event loop on 127.0.0.1; yield its origin URL."""
+async def serve_fakellm(rate: float = 0.0, *, gate: RequestGate | None = None
+                        ) -> AsyncIterator[str]:
+    """Serve fakellm in this event loop on 127.0.0.1 (behind ``gate``, if given); yield its
+    origin URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(rate=rate), log_level="warning",
-                                           lifespan="off"))
+    app = create_app(rate=rate)
+    server = uvicorn.Server(uvicorn.Config(gate.wrap(app) if gate else app,
+                                           log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:

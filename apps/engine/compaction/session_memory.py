@@ -3,9 +3,10 @@
 After a step, when enough has happened since the last extraction (tokens or tool calls), a
 forked agent — same provider and model, its own short history, only the Read and Edit tools —
 folds the new part of the conversation into ``.confab/memory.md`` in the workspace. It runs as a
-background task so the run never waits for it; one extraction at a time; a failure releases the
-flag so the next step can try again. Compaction puts the notes into its summary, so what the
-notes hold survives when older turns are cut.
+background task so the run never waits for it, and may outlive the run (the host bounds it in
+time and cancels it when the conversation's next run starts); one extraction at a time; a failure
+or a cancellation releases the flag so the next step can try again. Compaction puts the notes
+into its summary, so what the notes hold survives when older turns are cut.
 """
 
 from __future__ import annotations
@@ -100,9 +101,20 @@ class SessionMemory(RunHooks):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    @property
+    def busy(self) -> bool:
+        """Whether an extraction is in progress."""
+        return bool(self._tasks)
+
     async def wait(self) -> None:
-        """Wait for the extraction in progress, if any (hosts call it before closing)."""
+        """Wait for the extraction in progress, if any; never raises (a cancelled one counts
+        as not done: ``state.extracted_upto`` stays where it was)."""
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def cancel(self) -> None:
+        """Cancel the extraction in progress, if any (:meth:`wait` then returns at once)."""
+        for task in self._tasks:
+            task.cancel()
 
     async def _extract(self, history: list[Message]) -> None:
         try:
