@@ -35,7 +35,7 @@ def run_json(run: Run) -> dict[str, Any]:
 
 def conversation_state(conversation_id: int, membership: Membership) -> dict[str, Any]:
     """``{"type": "state", "seq", "conversation", "you", "messages", "run", "waiting",
-    "todos", "wiki_changes", "compaction"}`` — see docs/protocol.md."""
+    "todos", "wiki_changes", "compaction", "usage"}`` — see docs/protocol.md."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -54,12 +54,14 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
                                       "name": conversation.room.team.name}},
             "you": {"id": membership.user_id, "name": membership.user.shown_name,
                     "role": membership.role},
-            "messages": _with_decisions([message_json(m) for m in _in_order(list(messages))]),
-            "run": run_json(run) if run else None,
+            "messages": _with_results(
+                _with_decisions([message_json(m) for m in _in_order(list(messages))]), run),
+            "run": {**run_json(run), "turn": _turn(run)} if run else None,
             "waiting": waiting_for(run),
             "todos": _todos(conversation_id),
             "wiki_changes": _wiki_changes(conversation_id),
             "compaction": _compaction(conversation),
+            "usage": _usage(conversation_id),
         }
 
 
@@ -94,6 +96,50 @@ def _with_decisions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                             if isinstance(b, dict) and b.get("id") in decided else b
                             for b in m["content"]]
     return messages
+
+
+def _with_results(messages: list[dict[str, Any]], run: Run | None) -> list[dict[str, Any]]:
+    """While a batch of the active ``run`` is still running its results are not in a message
+    yet: each of its ``tool_use`` blocks whose call has finished carries ``result`` (the
+    ``tool_result`` block) and ``duration_ms``, from the run's ``tool_result`` events. Read
+    for the calls without a result only (one batch), so the frame stays bounded."""
+    if run is None:
+        return messages
+    answered = {b.get("tool_use_id") for m in messages for b in m["content"] or []
+                if isinstance(b, dict) and b.get("type") == "tool_result"}
+    open_uses = {b["id"]: b for m in messages if m["run_id"] == run.pk
+                 for b in m["content"] or [] if isinstance(b, dict)
+                 and b.get("type") == "tool_use" and b.get("id") not in answered}
+    if not open_uses:
+        return messages
+    finished = {payload["call_id"]: payload for payload in (
+        ConversationEvent.objects.filter(run_id=run.pk, kind="tool_result",
+                                         payload__call_id__in=list(open_uses))
+        .values_list("payload", flat=True))}
+    for m in messages:
+        if any(isinstance(b, dict) and b.get("id") in finished for b in m["content"] or []):
+            m["content"] = [{**b, "result": finished[b["id"]]["result"],
+                             "duration_ms": finished[b["id"]]["duration_ms"]}
+                            if isinstance(b, dict) and b.get("id") in finished else b
+                            for b in m["content"]]
+    return messages
+
+
+def _turn(run: Run) -> int | None:
+    """The active run's step (its last ``turn_started``), None before its first."""
+    payload = (ConversationEvent.objects.filter(run_id=run.pk, kind="turn_started")
+               .order_by("-seq").values_list("payload", flat=True).first())
+    return payload["turn"] if payload else None
+
+
+def _usage(conversation_id: int) -> dict[str, Any] | None:
+    """The last ``usage`` event's ``{"usage", "context_tokens", "context_window"}`` (how full
+    the context was at the last model call), None before the first."""
+    payload = (ConversationEvent.objects.filter(conversation_id=conversation_id, kind="usage")
+               .order_by("-seq").values_list("payload", flat=True).first())
+    if payload is None:
+        return None
+    return {key: payload[key] for key in ("usage", "context_tokens", "context_window")}
 
 
 def _in_order(messages: list[Message]) -> list[Message]:

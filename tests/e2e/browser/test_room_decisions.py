@@ -36,3 +36,22 @@ def test_a_denied_call_still_says_who_denied_it_after_a_reload(
     expect(card.locator(".tool-status")).to_contain_text("denied")
     expect(card.locator(".tool-status")).not_to_contain_text("error")
     assert card.get_attribute("data-status") == "denied"
+
+
+def test_a_reload_mid_batch_keeps_finished_calls_the_step_and_the_context_gauge(
+        people: People, conversation: int) -> None:
+    alice = people.room("alice", conversation)
+    alice.send(script(
+        {"tool_call": {"name": "Glob", "arguments": {"pattern": "*.md"}}},
+        {"tool_call": {"name": "Bash", "arguments": {"command": "echo hi > out.txt"}}},
+        {"text": "finished"}))
+    glob = alice.tool_cards().filter(has_text="Glob")
+    expect(glob).to_have_attribute("data-status", "done")
+    expect(alice.tool_cards().filter(has_text="Bash")).to_have_attribute("data-status", "waiting")
+    alice.reload()
+    expect(alice.tool_cards().filter(has_text="Glob")).to_have_attribute("data-status", "done")
+    expect(alice.run_status).to_contain_text("step 1")
+    expect(alice.page.locator("#usage .usage-context")).to_contain_text("% full")
+    bash = alice.tool_cards().filter(has_text="Bash")
+    bash.locator('button[data-action="deny"]').click()
+    expect(alice.run_status).to_have_text("Completed")

@@ -170,6 +170,7 @@ export class Store {
         call.args = block.input || {};
         if (call.status === "streaming") call.status = "ready";
         if (block.decision) this._decided(call, block);
+        if (block.result) this._attachResult(block.result, block.duration_ms);
       } else if (block.partial_arguments !== undefined) {
         call.argsText = block.partial_arguments;
       }
@@ -214,7 +215,7 @@ export class Store {
     this.you = state.you;
     this.conversation = state.conversation;
     for (const m of state.messages || []) this._addStored(m);
-    if (state.run) this.run = { ...state.run, stopping: state.run.stopped_by, turn: null };
+    if (state.run) this.run = { ...state.run, stopping: state.run.stopped_by };
     else this.lastEnd = this.pageEnd;
     for (const wait of (state.waiting && state.waiting.approvals) || []) this._awaitApproval(wait);
     for (const q of (state.waiting && state.waiting.questions) || []) this._awaitInput(q);
@@ -225,8 +226,7 @@ export class Store {
       this._compactionPaused(`${compaction.failures} compactions failed in a row`,
                              compaction.paused_until);
     }
-    const last = [...(state.messages || [])].reverse().find((m) => m.usage);
-    if (last) this.usage = { usage: last.usage, context_tokens: null, context_window: null };
+    if (state.usage) this.usage = state.usage;
     this._settleCalls(this.run ? "running" : "error");
     this.ready = true;
   }
