@@ -30,6 +30,7 @@ from apps.engine.events import (
     MessageStarted,
     ReasoningDeltaEvent,
     RuntimeEvent,
+    SubagentEvent,
     TextDelta,
     ToolCallArgumentsDelta,
     ToolCallReadyEvent,
@@ -167,7 +168,8 @@ class Projector:
             self._apply(event)
             events_append(self.conversation_id, [(event.kind, event.model_dump(mode="json"))],
                           run_id=self.run_id)
-            status = _STATUS_AFTER.get(type(event))
+            waited = event.event if isinstance(event, SubagentEvent) else event
+            status = _STATUS_AFTER.get(type(waited))  # a sub-agent's waits are the run's
             if status is not None:
                 run_set_status(self.run_id, status)
         self.stored += 1

@@ -9,11 +9,13 @@ every message persisted so far, and re-dispatches (or fails) queued runs nobody 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import Membership
@@ -65,12 +67,12 @@ _WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "in
 def waiting_for(run: Run | None) -> dict[str, list[dict[str, Any]]]:
     """``{"approvals": [...], "questions": [...]}``: the run's tool calls waiting for a
     decision and AskUser questions waiting for an answer (their ``awaiting_*`` events), read
-    from the event log."""
+    from the event log. A Task sub-agent's waits count the same: they arrive nested in
+    ``subagent_event`` and are listed with the Task call's id as ``parent_call_id``."""
     approvals: dict[str, dict[str, Any]] = {}
     questions: dict[str, dict[str, Any]] = {}
     if run is not None:
-        for kind, payload in (ConversationEvent.objects.filter(run=run, kind__in=_WAITING_KINDS)
-                              .order_by("seq").values_list("kind", "payload")):
+        for kind, payload in _waiting_events(run):
             if kind == "awaiting_approval":
                 approvals[payload["call_id"]] = payload
             elif kind == "approval_decided":
@@ -80,6 +82,20 @@ def waiting_for(run: Run | None) -> dict[str, list[dict[str, Any]]]:
             else:
                 questions.pop(payload["question_id"], None)
     return {"approvals": list(approvals.values()), "questions": list(questions.values())}
+
+
+def _waiting_events(run: Run) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The run's wait events in order, a sub-agent's lifted out of their ``subagent_event``."""
+    rows = (ConversationEvent.objects.filter(
+        Q(kind__in=_WAITING_KINDS) | Q(kind="subagent_event",
+                                       payload__event__kind__in=_WAITING_KINDS), run=run)
+        .order_by("seq").values_list("kind", "payload"))
+    for kind, payload in rows:
+        if kind == "subagent_event":
+            yield payload["event"]["kind"], {**payload["event"],
+                                             "parent_call_id": payload["parent_call_id"]}
+        else:
+            yield kind, payload
 
 
 def run_dispatch_on_commit(run: Run) -> None:
@@ -181,8 +197,9 @@ def _decided_already(conversation: Conversation, tool_call_id: str) -> str | Non
         who = decision.decided_by.shown_name if decision.decided_by else "A former member"
         return f"{who} already {'approved' if decision.approved else 'denied'} this tool call."
     timed_out = ConversationEvent.objects.filter(
-        conversation=conversation, kind="approval_decided",
-        payload__call_id=tool_call_id).exists()
+        Q(kind="approval_decided", payload__call_id=tool_call_id)
+        | Q(kind="subagent_event", payload__event__kind="approval_decided",
+            payload__event__call_id=tool_call_id), conversation=conversation).exists()
     return ("This tool call already timed out waiting for a decision (it counts as denied)."
             if timed_out else None)
 

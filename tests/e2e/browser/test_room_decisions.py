@@ -55,3 +55,26 @@ def test_a_reload_mid_batch_keeps_finished_calls_the_step_and_the_context_gauge(
     bash = alice.tool_cards().filter(has_text="Bash")
     bash.locator('button[data-action="deny"]').click()
     expect(alice.run_status).to_have_text("Completed")
+
+
+def test_a_sub_agents_tool_call_and_question_are_answered_in_the_room(
+        people: People, conversation: int) -> None:
+    alice = people.room("alice", conversation)
+    sub = script({"tool_call": {"name": "Bash", "arguments": {"command": "echo sub > sub.txt"}}},
+                 {"tool_call": {"name": "AskUser", "arguments": {"question": "Which branch?"}}},
+                 {"text": "sub-agent finished"})
+    alice.send(script({"tool_call": {"name": "Task", "arguments": {
+        "description": "write a file", "prompt": sub}}}, {"text": "all done"}))
+    bash = alice.tool_cards().filter(has_text="Bash (sub-agent)")
+    expect(bash.locator('button[data-action="approve"]')).to_be_visible()
+    alice.reload()  # the wait is in the state frame too
+    bash = alice.tool_cards().filter(has_text="Bash (sub-agent)")
+    bash.locator('button[data-action="approve"]').click()
+    expect(bash.locator(".decided-by")).to_have_text("Approved by Alice")
+    expect(bash).to_have_attribute("data-status", "done")
+    ask = alice.tool_cards().filter(has_text="AskUser (sub-agent)")
+    ask.locator("textarea[name=answer]").fill("main")
+    ask.locator('button[data-action="answer"]').click()
+    expect(ask.locator(".answered-by")).to_have_text("Answered by Alice: main")
+    expect(alice.assistant_bodies().last).to_contain_text("all done")
+    expect(alice.run_status).to_have_text("Completed")

@@ -6,6 +6,10 @@ const SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it wa
 const ACTIVE_CALL = new Set(["streaming", "ready", "running", "waiting"]);
 const MAX_NOTICES = 8;
 const MAX_SUB_LINES = 30;
+// A Task sub-agent's events that wait for the room: they get a card of their own, answered
+// like the run's (docs/protocol.md, `subagent_event`).
+const SUB_WAITS = new Set(["awaiting_approval", "approval_decided", "awaiting_input",
+                           "input_received"]);
 
 let uid = 0;
 const nextUid = () => `c${++uid}`;
@@ -261,21 +265,23 @@ export class Store {
     this.calls.set(id, call);
   }
 
-  _call(id, name) {
-    // The call with this id; one the transcript does not show yet goes on the last message.
+  _call(id, name, parentId = null) {
+    // The call with this id; one the transcript does not show yet goes on the message of the
+    // Task call whose sub-agent made it (`parentId`), else on the last message.
     let call = this.calls.get(id);
     if (call) {
       this.touch(call.msg);
       return call;
     }
-    let msg = [...this.placed].reverse().find((m) => m.role === "assistant");
+    const parent = parentId ? this.calls.get(parentId) : null;
+    let msg = parent ? parent.msg : [...this.placed].reverse().find((m) => m.role === "assistant");
     if (!msg) {
       msg = this._newMessage({ key: `call:${id}`, role: "tool" });
       this.messages.set(msg.key, msg);
       this._place(msg, { pending: false });
     }
     call = this._newCall(msg, -1);
-    call.name = name || call.name;
+    call.name = (name || call.name) + (parentId ? " (sub-agent)" : "");
     call.status = "ready";
     this._registerCall(call, id);
     return call;
@@ -310,7 +316,7 @@ export class Store {
   }
 
   _awaitApproval(wait) {
-    const call = this._call(wait.call_id, wait.name);
+    const call = this._call(wait.call_id, wait.name, wait.parent_call_id);
     if (!call.args) call.args = wait.arguments;
     call.status = "waiting";
     call.reason = wait.reason || "";
@@ -318,7 +324,7 @@ export class Store {
   }
 
   _awaitInput(q) {
-    const call = this._call(q.question_id, "AskUser");
+    const call = this._call(q.question_id, "AskUser", q.parent_call_id);
     call.question = { id: q.question_id, text: q.question, answer: null, by: null };
     this.questions.set(q.question_id, q);
   }
@@ -597,7 +603,15 @@ const HANDLERS = {
     this.notice("error", "error", ev.message || ev.error_kind || "error");
   },
   subagent_event(ev) {
+    const nested = ev.event;
+    if (!nested) return;
     const call = this.calls.get(ev.parent_call_id);
-    if (call && ev.event) this._subEvent(call, ev.event);
+    if (call) this._subEvent(call, nested);
+    // A wait gets its own card; later events of a call that has one keep that card current.
+    const id = nested.call_id || nested.question_id;
+    if (SUB_WAITS.has(nested.kind) || (id && this.calls.has(id))) {
+      const handler = HANDLERS[nested.kind];
+      if (handler) handler.call(this, { ...nested, parent_call_id: ev.parent_call_id });
+    }
   },
 };
