@@ -239,6 +239,12 @@ CONFAB = {
     # whose group was quiet this long reads the last seq from the store (keep the first lower).
     "HWM_INTERVAL_S": env_float("CONFAB_HWM_INTERVAL_S", 2.0),
     "TAIL_CHECK_S": env_float("CONFAB_TAIL_CHECK_S", 3.0),
+    # History: a state frame (and each older page) carries at most this many messages and,
+    # past the first, this many bytes of them; a socket that reconnects having missed more
+    # than REPLAY_MAX_EVENTS events gets a fresh state frame instead of the replay.
+    "HISTORY_PAGE_MESSAGES": env_int("CONFAB_HISTORY_PAGE_MESSAGES", 50),
+    "HISTORY_PAGE_BYTES": env_int("CONFAB_HISTORY_PAGE_BYTES", 40_000),
+    "REPLAY_MAX_EVENTS": env_int("CONFAB_REPLAY_MAX_EVENTS", 1_000),
     # Tools
     "ALLOW_PRIVATE_NETWORK": env_bool("CONFAB_ALLOW_PRIVATE_NETWORK", False),
     "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),

@@ -7,6 +7,8 @@ deleting also needs to be its creator or a team owner/admin.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Status
 
@@ -17,9 +19,11 @@ from apps.api.schemas import (
     ConversationOut,
     ConversationRenameIn,
     ErrorOut,
+    MessagesPageOut,
     TranscriptOut,
 )
 from apps.api.transcript import conversation_record, streamed, transcript_json
+from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.rooms import (
@@ -27,6 +31,7 @@ from apps.rooms.services.rooms import (
     conversation_delete,
     conversation_rename,
 )
+from apps.rooms.services.runs import active_run
 
 router = Router(tags=["conversations"])
 
@@ -49,6 +54,17 @@ def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
 def get_conversation(request: HttpRequest, conversation_id: int) -> Conversation:
     """One conversation; ``last_seq`` is where a socket's ``after_seq`` can start from."""
     return _conversation(request, conversation_id)
+
+
+@router.get("/conversations/{conversation_id}/messages",
+            response={200: MessagesPageOut, READ_ERRORS: ErrorOut})
+def list_messages(request: HttpRequest, conversation_id: int,
+                  before: str | None = None) -> dict[str, Any]:
+    """The newest page of the transcript, or with ``before`` (a page's cursor) the page just
+    older than it: as the room's ``state`` and ``history`` frames carry them. ``400 invalid``
+    for a cursor that is not one."""
+    conversation = _conversation(request, conversation_id)
+    return messages_page(conversation.pk, before, run=active_run(conversation)).as_json()
 
 
 @router.patch("/conversations/{conversation_id}",

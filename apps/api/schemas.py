@@ -155,6 +155,35 @@ class ExportMessage(Schema):
     updated_at: datetime
 
 
+class RoomMessage(Schema):
+    """A message as the room shows it (the socket's MESSAGE, docs/protocol.md): ``content``
+    blocks as stored, a decided ``tool_use`` also carrying ``decision`` and ``decided_by``."""
+
+    id: int
+    role: Literal["system", "user", "assistant", "tool"]
+    author: PersonRef | None
+    content: list[dict[str, Any]]
+    reasoning_content: str | None
+    status: Literal["pending", "streaming", "complete", "cancelled", "error"]
+    client_id: str | None
+    engine_id: str | None
+    run_id: int | None
+    provider: str | None
+    model: str | None
+    usage: dict[str, Any] | None
+    created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
+
+
+class MessagesPageOut(Schema):
+    """One page of the transcript, oldest first; ``before``: the cursor of the next older page
+    (pass it as ``?before=``), null at the start; ``wiki_changes``: the ``wiki_changed`` events
+    of the page's runs (docs/protocol.md)."""
+
+    messages: list[RoomMessage]
+    before: str | None
+    wiki_changes: list[dict[str, Any]]
+
+
 class ExportDecision(Schema):
     tool_call_id: str
     tool_name: str

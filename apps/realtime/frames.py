@@ -82,8 +82,16 @@ class TypingFrame(_Frame):
     type: Literal["typing"]
 
 
+class HistoryFrame(_Frame):
+    """The page of messages older than ``before`` (a cursor from ``state`` or ``history``)."""
+
+    type: Literal["history"]
+    before: str = Field(min_length=1, max_length=40)
+
+
 ClientFrame = Annotated[
-    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | TypingFrame,
+    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | TypingFrame
+    | HistoryFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)

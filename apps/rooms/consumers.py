@@ -4,9 +4,11 @@ Thin: authenticate, authorize on connect *and on every frame*, validate the fram
 service, send what it says. The client gets either the conversation's state (no ``after_seq``)
 or every logged event after ``after_seq``, then live events — no gap (the store fills any hole,
 also one the channel layer made by dropping a message) and no duplicate (events at or below
-the last ``seq`` sent are skipped). The tail is repaired too (:mod:`apps.rooms.tail`): a
-high-water mark from the run's host, or the socket's own look at the store when its group has
-been quiet, fetches a last event the layer dropped; either ends in an ``hwm`` frame.
+the last ``seq`` sent are skipped). Past ``CONFAB["REPLAY_MAX_EVENTS"]`` missing events a
+fresh state frame replaces the replay: it costs what a connect costs, however long the gap.
+The tail is repaired too (:mod:`apps.rooms.tail`): a high-water mark from the run's host, or
+the socket's own look at the store when its group has been quiet, fetches a last event the
+layer dropped; either ends in an ``hwm`` frame.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from apps.realtime.frames import (
     AnswerFrame,
     CompactFrame,
     DecideFrame,
+    HistoryFrame,
     SendFrame,
     StopFrame,
     TypingFrame,
@@ -42,6 +45,7 @@ from apps.realtime.frames import (
 )
 from apps.realtime.groups import conversation_group, user_group
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
+from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
@@ -131,16 +135,37 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def _catch_up(self, after_seq: int | None, membership: Membership,
                         conversation: Conversation) -> None:
-        if after_seq is None:
-            state = await database_sync_to_async(conversation_state)(self.conversation_id,
-                                                                     membership)
-            self.last_seq = state["seq"]
-            self.tail.run_open = state["run"] is not None
-            await self.send_json(state)
+        if after_seq is None or self._too_far(after_seq, conversation.last_seq):
+            await self._send_state(membership)
         else:  # the replay below updates run_open with what it sends
             self.tail.run_open = await database_sync_to_async(active_run)(conversation) is not None
             self.last_seq = after_seq
             await self._replay(until=None)
+
+    @staticmethod
+    def _too_far(seen: int, until: int) -> bool:
+        return until - seen > settings.CONFAB["REPLAY_MAX_EVENTS"]
+
+    async def _send_state(self, membership: Membership | None = None) -> None:
+        """A fresh ``state`` frame; the socket goes on from its ``seq``."""
+        if membership is None:
+            membership = await amembership_of(self.scope["user"], self.team_id)
+            if membership is None:  # removed from the team meanwhile
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
+        state = await database_sync_to_async(conversation_state)(self.conversation_id,
+                                                                 membership)
+        self.last_seq = state["seq"]
+        self.tail.run_open = state["run"] is not None
+        await self.send_json(state)
+
+    async def _fill(self, until: int) -> None:
+        """Send what is missing up to ``until``: the stored events, or a fresh state frame
+        when more than ``REPLAY_MAX_EVENTS`` are missing."""
+        if self._too_far(self.last_seq, until):
+            await self._send_state()
+        else:
+            await self._replay(until=until)
 
     async def _replay(self, until: int | None) -> None:
         """Send stored events after ``last_seq`` (up to ``until`` included, if given)."""
@@ -164,7 +189,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         ``hwm`` frame with the last seq sent."""
         async with self._log_lock:
             if seq > self.last_seq:
-                await self._replay(until=seq)
+                await self._fill(seq)
             self.tail.heard_log()
             await self.send_json({"type": "hwm", "seq": self.last_seq})
 
@@ -245,6 +270,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case CompactFrame():
                 await database_sync_to_async(run_compact)(conversation=conversation,
                                                           membership=membership)
+            case HistoryFrame(before=before):
+                run = await database_sync_to_async(active_run)(conversation)
+                page = await database_sync_to_async(messages_page)(conversation.pk, before,
+                                                                  run=run)
+                await self.send_json({"type": "history", **page.as_json()})
             case TypingFrame():
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})
@@ -265,8 +295,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if seq <= self.last_seq:
                 return  # already sent from the store
             if seq > self.last_seq + 1:
-                await self._replay(until=seq - 1)  # a message the layer dropped: from the store
-            await self._send_event(seq, message["event"])
+                await self._fill(seq - 1)  # a message the layer dropped: from the store
+            if seq > self.last_seq:  # (a fresh state may hold it already)
+                await self._send_event(seq, message["event"])
 
     async def conv_hwm(self, message: dict[str, Any]) -> None:
         """The log's last seq, from the run's host: fetch what the layer dropped before it."""

@@ -99,6 +99,9 @@ class Message(TimeStampedModel):
                                     condition=Q(position__isnull=False, compacted=False),
                                     name="one_message_per_position"),
         ]
+        # Pages of the transcript, newest first (apps.rooms.history).
+        indexes = [models.Index(fields=["conversation", "position", "id"],
+                                name="message_page_order")]
 
 
 class RunStatus(models.TextChoices):
@@ -187,3 +190,6 @@ class ConversationEvent(models.Model):
         ordering = ["seq"]
         constraints = [models.UniqueConstraint(fields=["conversation", "seq"],
                                                name="one_event_per_seq")]
+        # The last event of a kind (todos, usage, ...) without reading the log's tail.
+        indexes = [models.Index(fields=["conversation", "kind", "seq"],
+                                name="event_kind_order")]

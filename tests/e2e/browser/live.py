@@ -69,6 +69,30 @@ class ConfabServer:
             assert response.status == 201, response.status
             return json.load(response)["id"]
 
+    def fill_conversation(self, conversation_id: int, turns: int) -> None:
+        """``turns`` stored exchanges in the conversation (alice asks ``question <n>``, the
+        agent reads a file and says ``answer <n>``), written in a Django process."""
+        code = (
+            "from apps.accounts.models import User\n"
+            "from apps.rooms.models import Message\n"
+            "alice = User.objects.get(username='alice')\n"
+            "rows = []\n"
+            f"for n in range({turns}):\n"
+            "    for role, content in (\n"
+            "        ('user', [{'type': 'text', 'text': f'question {n}'}]),\n"
+            "        ('assistant', [{'type': 'tool_use', 'id': f'c{n}', 'name': 'Read',\n"
+            "                        'input': {'file_path': f'f{n}.txt'}}]),\n"
+            "        ('user', [{'type': 'tool_result', 'tool_use_id': f'c{n}',\n"
+            "                   'content': f'contents {n}', 'is_error': False}]),\n"
+            "        ('assistant', [{'type': 'text', 'text': f'answer {n}'}])):\n"
+            "        rows.append(Message(conversation_id=" f"{conversation_id}" ", role=role,\n"
+            "            position=len(rows) + 1, content=content,\n"
+            "            author=alice if role == 'user' else None,\n"
+            "            author_name='Alice' if role == 'user' else ''))\n"
+            "Message.objects.bulk_create(rows)\n"
+            "print('{}')\n")
+        last_json(run_script(code, self.env))
+
     def create_outsider(self, username: str, team: str) -> str:
         """A user who belongs only to a new team of their own (``team_create`` in a Django
         process on the server's database); returns their password."""

@@ -62,6 +62,8 @@ MATRIX = [
     Row("POST", "/api/conversations/{conversation_id}/archive", WRITE),
     # bob may write but did not start alice's conversation: only she or an owner/admin deletes.
     Row("DELETE", "/api/conversations/{conversation_id}", (401, 404, 403, 403, 204)),
+    Row("GET", "/api/conversations/{conversation_id}/messages", READ),
+    Row("GET", "/api/conversations/{conversation_id}/messages?before=p1.1", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.json", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.md", READ),
     Row("GET", WIKI + "/pages", READ),

@@ -94,10 +94,14 @@ export class Renderer {
     this.scheduled = false;
     const store = this.store;
     const dirty = store.takeDirty();
-    const stick = this.nearBottom();
+    const stick = this.nearBottom() && !dirty.prepended;
+    const doc = document.scrollingElement || document.documentElement;
+    const fromBottom = doc.scrollHeight - doc.scrollTop; // older messages keep the view still
     if (dirty.role) this.renderRole();
     for (const msg of dirty.messages) this.renderMessage(msg);
     if (dirty.order || dirty.messages.size) this.renderOrder(); // cheap when nothing moved
+    if (dirty.prepended) doc.scrollTop = doc.scrollHeight - fromBottom;
+    if (dirty.history) this.renderHistory();
     if (dirty.run) this.renderRun();
     if (dirty.presence) this.renderPresence();
     if (dirty.typing) this.renderTyping();
@@ -106,6 +110,14 @@ export class Renderer {
     if (dirty.todos) this.renderTodos();
     if (store.ready) this.transcript.setAttribute("aria-busy", "false");
     if (stick && (dirty.messages.size || dirty.order)) this.scrollToBottom();
+  }
+
+  renderHistory() {
+    const more = this.root.querySelector("#history-more");
+    if (!more) return;
+    more.hidden = this.store.before === null;
+    more.disabled = this.store.loadingHistory;
+    setText(more, this.store.loadingHistory ? "Loading earlier messages…" : "Load earlier messages");
   }
 
   nearBottom() {

@@ -68,6 +68,9 @@ function start(root) {
       case "ack":
         store.ack(frame);
         return;
+      case "history":
+        store.applyHistory(frame);
+        return;
       case "presence":
         store.setPresence(frame);
         return;
@@ -99,6 +102,20 @@ function start(root) {
     renderer.schedule();
   }
 
+  function loadHistory() {
+    const before = store.requestHistory();
+    if (before !== null && !socket.send({ type: "history", before })) store.loadingHistory = false;
+    renderer.schedule();
+  }
+
+  const more = root.querySelector("#history-more");
+  if (more && "IntersectionObserver" in window) {
+    // Scrolling up to the top of what is loaded brings the page before it.
+    new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) loadHistory();
+    }).observe(more);
+  }
+
   function stop() {
     if (!store.run || !store.canWrite) return;
     socket.send({ type: "stop" });
@@ -115,6 +132,8 @@ function start(root) {
     const action = button.dataset.action;
     if (action === "stop") {
       stop();
+    } else if (action === "history") {
+      loadHistory();
     } else if (action === "compact") {
       if (!store.run && store.canWrite) socket.send({ type: "compact" });
     } else if (action === "approve" || action === "deny") {

@@ -52,8 +52,11 @@ export class Store {
     this.present = [];
     this.typing = new Map(); // user id -> {person, until}
     this.ready = false; // a state frame has arrived
+    this.before = null; // the cursor of the older page not loaded yet (null: none older)
+    this.loadingHistory = false;
     this.dirty = { order: true, messages: new Set(), run: true, presence: true, typing: true,
-                   usage: true, notices: true, todos: true, role: true };
+                   usage: true, notices: true, todos: true, role: true, history: true,
+                   prepended: false };
     for (const msg of this.local.values()) this._adopt(msg);
   }
 
@@ -68,7 +71,8 @@ export class Store {
   takeDirty() {
     const dirty = this.dirty;
     this.dirty = { order: false, messages: new Set(), run: false, presence: false,
-                   typing: false, usage: false, notices: false, todos: false, role: false };
+                   typing: false, usage: false, notices: false, todos: false, role: false,
+                   history: false, prepended: false };
     return dirty;
   }
 
@@ -219,6 +223,7 @@ export class Store {
     this.you = state.you;
     this.conversation = state.conversation;
     for (const m of state.messages || []) this._addStored(m);
+    this.before = state.before || null;
     if (state.run) this.run = { ...state.run, stopping: state.run.stopped_by };
     else this.lastEnd = this.pageEnd;
     for (const wait of (state.waiting && state.waiting.approvals) || []) this._awaitApproval(wait);
@@ -233,6 +238,29 @@ export class Store {
     if (state.usage) this.usage = state.usage;
     this._settleCalls(this.run ? "running" : "error");
     this.ready = true;
+  }
+
+  requestHistory() {
+    // The cursor to ask the server for (and mark it asked), or null when there is nothing
+    // older or a page is on its way.
+    if (!this.ready || this.before === null || this.loadingHistory) return null;
+    this.loadingHistory = true;
+    this.dirty.history = true;
+    return this.before;
+  }
+
+  applyHistory(page) {
+    // An older page (oldest first) goes before everything shown. A page asked for before a
+    // fresh state frame replaced the store is stale: dropped.
+    if (!this.loadingHistory) return;
+    const shown = new Set(this.placed);
+    for (const m of page.messages || []) this._addStored(m);
+    const older = this.placed.filter((m) => !shown.has(m));
+    this.placed = [...older, ...this.placed.filter((m) => shown.has(m))];
+    for (const change of page.wiki_changes || []) this._wikiChange(change);
+    this.before = page.before || null;
+    this.loadingHistory = false;
+    Object.assign(this.dirty, { order: true, history: true, prepended: true });
   }
 
   // -- tool calls ---------------------------------------------------------------------------
