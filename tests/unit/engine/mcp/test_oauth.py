@@ -1,0 +1,129 @@
+"""The engine's OAuth steps (apps.engine.mcp.oauth) against a real OAuth-protected MCP server
+written with the SDK's server-side auth (tests/services/oauth_mcp.py), without a browser: the
+test plays the browser by following the authorization endpoint's redirect itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from ipaddress import ip_address
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from apps.engine.mcp import oauth
+from apps.engine.mcp.oauth import AuthorizationServer, OAuthFlowError, OAuthTokenError
+from apps.engine.tools.net import IPAddress, NetworkPolicy, UrlRefused, guarded_client
+from tests.services.oauth_mcp import SCOPE, AuthServerState, oauth_mcp_server
+
+LOOPBACK = NetworkPolicy(allow_private_network=True)
+REDIRECT = "https://confab.example/mcp/oauth/callback/"
+
+
+@pytest.fixture
+def protected() -> Iterator[tuple[str, AuthServerState]]:
+    with oauth_mcp_server() as served:
+        yield served
+
+
+async def sign_in(url: str) -> tuple[AuthorizationServer, oauth.OAuthClientInformationFull,
+                                     oauth.OAuthToken]:
+    async with guarded_client(LOOPBACK) as client:
+        server = await oauth.discover(url, client, LOOPBACK)
+        info = await oauth.register(server, REDIRECT, "confab test", client)
+        authorize, state, verifier = oauth.authorization_request(server, info, REDIRECT)
+        answer = await client.get(authorize)  # the browser's visit; the server approves at once
+        assert answer.status_code == 302
+        back = parse_qs(urlsplit(answer.headers["location"]).query)
+        assert back["state"] == [state]
+        token = await oauth.exchange_code(server, info, code=back["code"][0],
+                                          code_verifier=verifier, redirect_uri=REDIRECT,
+                                          client=client)
+    return server, info, token
+
+
+async def test_discovery_finds_the_authorization_server_from_the_resource_metadata(
+        protected: tuple[str, AuthServerState]) -> None:
+    url, _ = protected
+    async with guarded_client(LOOPBACK) as client:
+        server = await oauth.discover(url, client, LOOPBACK)
+    base = url.removesuffix("/mcp")
+    assert server.resource == url
+    assert server.scope == SCOPE
+    assert str(server.metadata.token_endpoint) == f"{base}/token"
+    assert str(server.metadata.revocation_endpoint) == f"{base}/revoke"
+    assert AuthorizationServer.from_json(server.to_json()) == server
+
+
+async def test_sign_in_gives_tokens_for_this_resource_with_pkce(
+        protected: tuple[str, AuthServerState]) -> None:
+    url, state = protected
+    _, info, token = await sign_in(url)
+    assert token.access_token in state.access
+    assert state.access[token.access_token].resource == url  # RFC 8707 reached the server
+    assert state.resources == [url]
+    assert token.refresh_token and token.expires_in == state.access_ttl_s
+    assert info.client_id in state.clients
+
+
+async def test_refresh_rotates_the_tokens_and_revoke_ends_the_grant(
+        protected: tuple[str, AuthServerState]) -> None:
+    url, state = protected
+    server, info, first = await sign_in(url)
+    async with guarded_client(LOOPBACK) as client:
+        second = await oauth.refresh(server, info, first, client)
+        assert second.access_token != first.access_token and state.refreshed == 1
+        assert await oauth.revoke(server, info, second, client) is True
+        assert state.revoked == [second.refresh_token]
+        with pytest.raises(OAuthTokenError, match="invalid_grant"):
+            await oauth.refresh(server, info, second, client)
+    assert second.access_token not in state.access
+
+
+async def test_a_wrong_code_verifier_is_refused(protected: tuple[str, AuthServerState]) -> None:
+    url, _ = protected
+    async with guarded_client(LOOPBACK) as client:
+        server = await oauth.discover(url, client, LOOPBACK)
+        info = await oauth.register(server, REDIRECT, "confab test", client)
+        authorize, _, _ = oauth.authorization_request(server, info, REDIRECT)
+        code = parse_qs(urlsplit((await client.get(authorize)).headers["location"]).query)
+        with pytest.raises(OAuthTokenError, match="invalid_grant"):
+            await oauth.exchange_code(server, info, code=code["code"][0],
+                                      code_verifier="x" * 64, redirect_uri=REDIRECT,
+                                      client=client)
+
+
+async def test_the_ssrf_guard_refuses_a_loopback_server_by_default(
+        protected: tuple[str, AuthServerState]) -> None:
+    url, _ = protected
+    async with guarded_client(NetworkPolicy()) as client:
+        with pytest.raises(UrlRefused):
+            await oauth.discover(url, client, NetworkPolicy())
+
+
+async def test_a_discovered_endpoint_the_guard_refuses_refuses_the_server(
+        protected: tuple[str, AuthServerState]) -> None:
+    """The server itself may be reached (its address is allowed), but its metadata points the
+    token endpoint at another address: discovery refuses it."""
+    url, _ = protected
+    only_server = NetworkPolicy.build(allowed_networks=["127.0.0.1/32"])
+
+    async def resolver(host: str, port: int) -> list[IPAddress]:
+        return [ip_address(host)]
+
+    async with guarded_client(only_server, resolver=resolver) as client:
+        server = await oauth.discover(url, client, only_server, resolver)  # all on 127.0.0.1
+        assert server.resource == url
+    bad = server.metadata.model_copy(update={"token_endpoint": "http://10.0.0.7/token"})
+    with pytest.raises(UrlRefused, match="10.0.0.7"):
+        await oauth.check_endpoints(bad, only_server, resolver)
+
+
+async def test_a_callback_from_another_issuer_is_refused(
+        protected: tuple[str, AuthServerState]) -> None:
+    url, _ = protected
+    async with guarded_client(LOOPBACK) as client:
+        server = await oauth.discover(url, client, LOOPBACK)
+    oauth.check_callback_issuer(server, None)  # this server does not send iss
+    oauth.check_callback_issuer(server, str(server.metadata.issuer))
+    with pytest.raises(OAuthFlowError, match="iss mismatch"):
+        oauth.check_callback_issuer(server, "https://evil.example")
