@@ -473,6 +473,8 @@ class WarningEvent(_RuntimeEvent):
 
     kind: Literal["warning"] = "warning"
     message: str
+    link: str | None = None  # a page of this site that resolves it (a sign-in page)
+    link_text: str | None = None  # what the link says ("Sign in")
 
 
 class SubagentEvent(_RuntimeEvent):

@@ -175,12 +175,16 @@ class McpServerConfigForm(forms.ModelForm):
     header_secrets = SecretMapField(
         kind="headers", label="Headers", help_text="HTTP: “Name: value” lines sent with every "
         "request. " + _WRITE_ONLY)
+    new_oauth_client_secret = forms.CharField(
+        label="OAuth client secret", required=False, strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="HTTP with sign-in and a client id: write-only, blank keeps the stored one.")
 
     class Meta:
         model = McpServerConfig
         fields = ("name", "transport", "team", "catalog", "description", "enabled", "command",
-                  "args", "read_paths", "sandbox", "network", "url", "enabled_tools",
-                  "connect_timeout_s", "call_timeout_s")
+                  "args", "read_paths", "sandbox", "network", "url", "sign_in",
+                  "oauth_client_id", "enabled_tools", "connect_timeout_s", "call_timeout_s")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -195,6 +199,8 @@ class McpServerConfigForm(forms.ModelForm):
             self.instance.set_secrets(
                 env=merge_secrets(self.stored_env, data.get("env_secrets") or {}),
                 headers=merge_secrets(self.stored_headers, data.get("header_secrets") or {}))
+            if data.get("new_oauth_client_secret"):
+                self.instance.oauth_client_secret = data["new_oauth_client_secret"]
         except ApplicationError as exc:
             raise forms.ValidationError(exc.message) from None
         team, name = data.get("team"), data.get("name")
@@ -219,7 +225,8 @@ class McpServerConfigAdmin(admin.ModelAdmin):
         (None, {"fields": ("name", "transport", "team", "catalog", "description", "enabled")}),
         ("stdio (a program on this server)", {"fields": (
             "command", "args", "env_secrets", "read_paths", "sandbox", "network")}),
-        ("HTTP", {"fields": ("url", "header_secrets")}),
+        ("HTTP", {"fields": ("url", "header_secrets", "sign_in", "oauth_client_id",
+                             "new_oauth_client_secret")}),
         ("Tools and timeouts", {"fields": ("enabled_tools", "connect_timeout_s",
                                            "call_timeout_s")}),
     )

@@ -23,6 +23,7 @@ from apps.integrations.models import (
     MCP_NAME_MAX,
     MIN_TIMEOUT_S,
     McpServerConfig,
+    McpSignIn,
     McpTransport,
     ModelConfig,
 )
@@ -210,6 +211,18 @@ class McpHttpServerForm(forms.Form):
     call_timeout_s = forms.FloatField(
         label="Call timeout (s)", initial=120.0, min_value=MIN_TIMEOUT_S,
         max_value=MAX_CALL_TIMEOUT_S)
+    sign_in = forms.ChoiceField(
+        label="Sign-in (OAuth)", choices=McpSignIn.choices, required=False,
+        help_text="Whether the server needs an OAuth sign-in: once for the team, or by each "
+                  "person (a run then uses the sign-in of whoever started it).")
+    oauth_client_id = forms.CharField(
+        label="OAuth client id", required=False, max_length=300,
+        help_text="Only when the server's authorization server does not let confab register "
+                  "itself: the client id registered there.")
+    oauth_client_secret = forms.CharField(
+        label="OAuth client secret", required=False, strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Write-only: leave blank to keep the stored secret.")
 
     @classmethod
     def of(cls, server: McpServerConfig) -> McpHttpServerForm:
@@ -219,7 +232,8 @@ class McpHttpServerForm(forms.Form):
             "headers": dict.fromkeys(server.header_map(), ""), "enabled": server.enabled,
             "enabled_tools": " ".join(server.enabled_tools or []),
             "connect_timeout_s": server.connect_timeout_s,
-            "call_timeout_s": server.call_timeout_s})
+            "call_timeout_s": server.call_timeout_s, "sign_in": server.sign_in,
+            "oauth_client_id": server.oauth_client_id})
 
     def to_input(self) -> HttpServerInput:
         data = self.cleaned_data
@@ -227,4 +241,6 @@ class McpHttpServerForm(forms.Form):
             name=data["name"], transport=data["transport"], url=data["url"],
             headers=data["headers"], enabled=data["enabled"],
             enabled_tools=tool_names(data["enabled_tools"]),
-            connect_timeout_s=data["connect_timeout_s"], call_timeout_s=data["call_timeout_s"])
+            connect_timeout_s=data["connect_timeout_s"], call_timeout_s=data["call_timeout_s"],
+            sign_in=data["sign_in"], oauth_client_id=data["oauth_client_id"],
+            oauth_client_secret=data["oauth_client_secret"] or None)

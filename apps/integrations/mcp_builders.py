@@ -1,14 +1,22 @@
-"""MCP server rows to engine specs (secrets decrypted here, and only here, for the engine)."""
+"""MCP server rows to engine specs (secrets decrypted here, and only here, for the engine).
+
+A server that needs a sign-in gets the run's access token as its ``Authorization`` header
+(:func:`apps.integrations.mcp_oauth.run_access_token`: the team's, or the run starter's own);
+without one it is left out of the run with a notice that links the sign-in page."""
 
 from __future__ import annotations
 
 import logging
 from typing import cast
 
-from apps.accounts.models import Team
+import httpx2
+
+from apps.accounts.models import Team, User
+from apps.engine.events import WarningEvent
 from apps.engine.mcp import McpServerSpec
 from apps.engine.mcp import McpTransport as EngineTransport
 from apps.integrations.crypto import DecryptionError
+from apps.integrations.mcp_oauth import NotSignedIn, run_access_token, sign_in_path
 from apps.integrations.mcp_selectors import team_mcp_servers
 from apps.integrations.models import McpServerConfig, McpTransport
 
@@ -17,8 +25,9 @@ __all__ = ["mcp_spec", "mcp_specs"]
 logger = logging.getLogger(__name__)
 
 
-def mcp_spec(server: McpServerConfig) -> McpServerSpec:
-    """The engine's spec of ``server``. Raises ValueError for a row the engine cannot use
+def mcp_spec(server: McpServerConfig, *, access_token: str | None = None) -> McpServerSpec:
+    """The engine's spec of ``server`` (with ``access_token`` as its bearer token, for a
+    server that needs a sign-in). Raises ValueError for a row the engine cannot use
     (a stored secret map that is not an object, a command or URL missing) and DecryptionError
     for secrets no configured key opens."""
     enabled_tools = (frozenset(server.enabled_tools)
@@ -31,24 +40,48 @@ def mcp_spec(server: McpServerConfig) -> McpServerSpec:
             args=tuple(server.args or ()), env=server.env_map(), sandbox=server.sandbox,
             network=server.network, read_paths=tuple(server.read_paths or ()),
             enabled_tools=enabled_tools, **timeouts)
+    headers = server.header_map()
+    if access_token is not None:  # RFC 6750 2.1; the MCP authorization spec: header only
+        headers["Authorization"] = f"Bearer {access_token}"
     return McpServerSpec(
         name=server.name, transport=cast(EngineTransport, server.transport), url=server.url,
-        headers=server.header_map(), enabled_tools=enabled_tools, **timeouts)
+        headers=headers, enabled_tools=enabled_tools, **timeouts)
 
 
-def mcp_specs(team: Team, *, problems: list[str] | None = None) -> list[McpServerSpec]:
-    """The specs of every MCP server a run of ``team`` connects (its own enabled servers and
-    the catalog entries it enabled). A row that cannot become a spec is left out, logged, and
-    described in ``problems`` (when given) so the run can show a warning."""
+def mcp_specs(team: Team, *, user: User | None = None,
+              problems: list[WarningEvent] | None = None) -> list[McpServerSpec]:
+    """The specs of every MCP server a run of ``team`` started by ``user`` connects (its own
+    enabled servers and the catalog entries it enabled). A row that cannot become a spec, or a
+    server nobody signed in to for this run, is left out and described in ``problems`` (when
+    given) so the run can show a warning."""
     specs: list[McpServerSpec] = []
     for server in team_mcp_servers(team):
         try:
-            specs.append(mcp_spec(server))
+            token = run_access_token(server, team, user) if server.needs_sign_in else None
+            specs.append(mcp_spec(server, access_token=token))
+        except NotSignedIn as missing:
+            if problems is not None:
+                problems.append(_sign_in_notice(team, missing))
+        except httpx2.HTTPError as exc:
+            logger.warning("MCP server %s (#%s): the sign-in could not be refreshed: %s",
+                           server.name, server.pk, type(exc).__name__)
+            if problems is not None:
+                problems.append(WarningEvent(message=(
+                    f"MCP server '{server.name}' is unavailable for this run: its sign-in "
+                    "could not be refreshed (the server did not answer).")))
         except (ValueError, DecryptionError) as exc:
             logger.error("MCP server %s (#%s) of team %s left out: %s",
                          server.name, server.pk, team.pk, exc)
             if problems is not None:
-                problems.append(f"MCP server '{server.name}' is unavailable for this run: its "
-                                "stored configuration cannot be used (a site admin must fix "
-                                "it).")
+                problems.append(WarningEvent(message=(
+                    f"MCP server '{server.name}' is unavailable for this run: its stored "
+                    "configuration cannot be used (a site admin must fix it).")))
     return specs
+
+
+def _sign_in_notice(team: Team, missing: NotSignedIn) -> WarningEvent:
+    name = missing.server.name
+    why = ("nobody has signed in to it for the team (an owner or admin signs in)"
+           if missing.for_team else "the person who started this run has not signed in to it")
+    return WarningEvent(message=f"MCP server '{name}' is skipped: {why}.",
+                        link=sign_in_path(team, missing.server), link_text="Sign in")

@@ -84,6 +84,9 @@ class HttpServerInput:
     enabled_tools: Sequence[str] | None = None
     connect_timeout_s: float = 15.0
     call_timeout_s: float = 120.0
+    sign_in: str = ""  # McpSignIn: "", "team" or "person"
+    oauth_client_id: str = ""
+    oauth_client_secret: str | None = None  # None keeps the stored one; "" removes it
 
 
 def merge_secrets(stored: Mapping[str, str], submitted: Mapping[str, str | None]
@@ -157,6 +160,10 @@ def _fill(server: McpServerConfig, data: HttpServerInput, *,
                             else list(dict.fromkeys(t.strip() for t in data.enabled_tools)))
     server.connect_timeout_s = data.connect_timeout_s
     server.call_timeout_s = data.call_timeout_s
+    server.sign_in = data.sign_in
+    server.oauth_client_id = data.oauth_client_id.strip()
+    if data.oauth_client_secret is not None:
+        server.oauth_client_secret = data.oauth_client_secret
 
 
 def _save(server: McpServerConfig, team: Team) -> McpServerConfig:

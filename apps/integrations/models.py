@@ -1,7 +1,8 @@
 """Where the models come from: ProviderConfig (a provider endpoint and its key), ModelConfig (a
 model of it with its limits and controls), and each team's choice of default model; and the
-team's MCP servers: McpServerConfig (a team's own, or a site catalog entry) and
-TeamMcpEnablement (a catalog entry a team turned on)."""
+team's MCP servers: McpServerConfig (a team's own, or a site catalog entry),
+TeamMcpEnablement (a catalog entry a team turned on), and the OAuth sign-ins to servers that
+need one: McpOAuthConnection (stored tokens) and McpOAuthFlow (a sign-in under way)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,14 @@ class McpTransport(models.TextChoices):
 HTTP_TRANSPORTS = (McpTransport.STREAMABLE_HTTP, McpTransport.SSE)
 
 
+class McpSignIn(models.TextChoices):
+    """Whether an HTTP server needs an OAuth sign-in, and whose (DESIGN 2.7)."""
+
+    NONE = "", "No sign-in"
+    TEAM = "team", "One sign-in for the team (an owner or admin signs in)"
+    PERSON = "person", "Each person signs in with their own account"
+
+
 class McpServerConfig(TimeStampedModel):
     """An MCP server: one team's own (``team`` set) or a site catalog entry (``team`` null and
     ``catalog`` true) that a team's owners and admins enable for their team
@@ -138,6 +147,15 @@ class McpServerConfig(TimeStampedModel):
     url = models.CharField(max_length=500, blank=True,
                            help_text="HTTP: the endpoint (checked by the SSRF guard).")
     headers = EncryptedTextField(blank=True)
+    sign_in = models.CharField(
+        max_length=10, choices=McpSignIn.choices, blank=True, default=McpSignIn.NONE,
+        help_text="HTTP: the server needs an OAuth 2.1 sign-in, once for the team or by each "
+                  "person (a run uses the sign-in of the person who started it).")
+    oauth_client_id = models.CharField(
+        max_length=300, blank=True,
+        help_text="HTTP with sign-in: a client id registered with the server's authorization "
+                  "server (empty: confab registers itself where the server offers it).")
+    oauth_client_secret = EncryptedTextField(blank=True)
     enabled = models.BooleanField(default=True)
     enabled_tools = models.JSONField(
         null=True, blank=True,
@@ -171,6 +189,10 @@ class McpServerConfig(TimeStampedModel):
     @property
     def is_stdio(self) -> bool:
         return self.transport == McpTransport.STDIO
+
+    @property
+    def needs_sign_in(self) -> bool:
+        return self.sign_in != McpSignIn.NONE
 
     def env_map(self) -> dict[str, str]:
         """The decrypted environment (stdio)."""
@@ -225,6 +247,67 @@ class TeamMcpEnablement(TimeStampedModel):
         return f"{self.server} for {self.team}"
 
 
+class McpOAuthConnection(TimeStampedModel):
+    """A sign-in to a server that needs one: the team's (``user`` null, ``sign_in`` "team") or
+    one person's (``user`` set, ``sign_in`` "person"), for ``team`` (a catalog server is signed
+    in per team). ``authorization_server`` is the discovery result
+    (``apps.engine.mcp.oauth.AuthorizationServer.to_json``); ``client_info`` (the registered
+    client, with its secret), ``access_token`` and ``refresh_token`` are encrypted at rest and
+    never leave the server but towards the MCP server. ``expires_at``: when the access token
+    expires (None: the server did not say); ``authorized_by``: who signed in."""
+
+    server = models.ForeignKey(McpServerConfig, on_delete=models.CASCADE,
+                               related_name="oauth_connections")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.CASCADE, related_name="+")
+    authorized_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                      on_delete=models.SET_NULL, related_name="+")
+    authorization_server = models.JSONField()
+    client_info = EncryptedTextField()
+    access_token = EncryptedTextField()
+    refresh_token = EncryptedTextField(blank=True)
+    scope = models.CharField(max_length=500, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "MCP sign-in"
+        constraints = [
+            models.UniqueConstraint(fields=["server", "team"], condition=models.Q(user=None),
+                                    name="one_team_sign_in_per_server"),
+            models.UniqueConstraint(fields=["server", "team", "user"],
+                                    condition=models.Q(user__isnull=False),
+                                    name="one_person_sign_in_per_server"),
+        ]
+
+    def __str__(self) -> str:
+        return f"sign-in to {self.server} for {self.user or self.team}"
+
+
+class McpOAuthFlow(TimeStampedModel):
+    """A sign-in under way, between the redirect to the authorization server and the callback
+    (which may reach another process). ``state_hash``: SHA-256 of the ``state`` parameter;
+    ``session_hash``: SHA-256 of the session key of the person who started it (the callback
+    must come from the same session and person); ``code_verifier`` (PKCE) and ``client_info``
+    encrypted; ``redirect_uri``: the exact URI sent, which the token request repeats. Used
+    once: the callback deletes it."""
+
+    state_hash = models.CharField(max_length=64, unique=True)
+    session_hash = models.CharField(max_length=64)
+    server = models.ForeignKey(McpServerConfig, on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="+")
+    for_team = models.BooleanField(help_text="The team's sign-in (else the person's own).")
+    authorization_server = models.JSONField()
+    client_info = EncryptedTextField()
+    code_verifier = EncryptedTextField()
+    redirect_uri = models.CharField(max_length=500)
+
+    class Meta:
+        verbose_name = "MCP sign-in under way"
+
+
 def _secret_map(stored: str | None) -> dict[str, str]:
     if not stored:
         return {}
@@ -256,6 +339,8 @@ def _mcp_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
 def _stdio_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
     if not server.command.strip():
         yield "command", "A stdio server needs a command."
+    if server.needs_sign_in or server.oauth_client_id or server.oauth_client_secret:
+        yield "sign_in", "Only HTTP servers sign in with OAuth."
     if server.url or server.headers:
         yield "url", "A stdio server has no URL or headers."
     yield from _list_problems("read_paths", server.read_paths, allow_none=False)
@@ -279,6 +364,10 @@ def _http_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
         yield "url", "An http:// or https:// URL."
     if server.command or server.args or server.env or server.read_paths:
         yield "command", "An HTTP server has no command, arguments, environment or read paths."
+    if server.oauth_client_secret and not server.oauth_client_id:
+        yield "oauth_client_id", "A client secret needs its client id."
+    if (server.oauth_client_id or server.oauth_client_secret) and not server.needs_sign_in:
+        yield "sign_in", "A client id is for a server that needs a sign-in."
     try:
         names = server.header_map()
     except ValueError:

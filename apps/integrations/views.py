@@ -1,4 +1,6 @@
-"""The team settings page: default model, tool policy and MCP servers.
+"""The team settings page: default model, tool policy and MCP servers; and the OAuth sign-in
+pages of MCP servers that need one (``mcp_oauth``: a person's own sign-in is theirs to make,
+so those pages are for members too).
 
 Owners and admins only: another team's id answers 404 exactly like a missing one, a member
 without the role 403 (``team_membership``); so does another team's MCP server id. Each form
@@ -11,17 +13,24 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.models import Team
 from apps.accounts.pages import team_membership
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
 from apps.integrations.forms import DefaultModelForm, McpHttpServerForm, ToolPolicyForm
-from apps.integrations.mcp_selectors import team_mcp_overview, team_mcp_server
+from apps.integrations.mcp_oauth import (
+    connection_for,
+    sign_in_finish,
+    sign_in_server,
+    sign_in_start,
+    sign_out,
+)
+from apps.integrations.mcp_selectors import McpOverview, team_mcp_overview, team_mcp_server
 from apps.integrations.mcp_services import (
     McpProbeReport,
     mcp_catalog_disable,
@@ -41,6 +50,9 @@ __all__ = [
     "mcp_server_check",
     "mcp_server_edit",
     "mcp_server_remove",
+    "mcp_sign_in",
+    "mcp_sign_out",
+    "mcp_oauth_callback",
     "team_model",
     "team_settings",
     "team_tools",
@@ -186,6 +198,77 @@ def mcp_catalog_off(request: HttpRequest, team_id: int, server_id: int) -> HttpR
     return redirect(_mcp_anchor(team_id))
 
 
+# -- OAuth sign-in (apps.integrations.mcp_oauth) -----------------------------------------------
+@login_required
+@require_http_methods(["GET", "POST"])
+def mcp_sign_in(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """GET: the sign-in page of a server (signed in or not, a button); POST: start the sign-in
+    and send the browser to the server's authorization endpoint."""
+    team = team_membership(request, team_id).team
+    try:
+        server = sign_in_server(team, server_id, request.user)
+        if request.method == "POST":
+            return HttpResponseRedirect(sign_in_start(
+                team=team, server_id=server.pk, by=request.user,
+                session_key=_session_key(request), redirect_uri=_callback_uri(request)))
+    except ApplicationError as error:
+        refusal(request, error)
+        return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)
+    context = {"team": team, "server": server,
+               "connection": connection_for(server, team, request.user)}
+    return render(request, "integrations/mcp_sign_in.html", context)
+
+
+@login_required
+@require_POST
+def mcp_sign_out(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
+    """Sign out: revoke at the server where it can, and forget the tokens."""
+    team = team_membership(request, team_id).team
+    try:
+        revoked = sign_out(team=team, server_id=server_id, by=request.user)
+    except ApplicationError as error:
+        refusal(request, error)
+    else:
+        messages.success(request, "Signed out." if revoked else
+                         "Signed out here (the server did not confirm revoking the sign-in).")
+    return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)
+
+
+@login_required
+@require_GET
+def mcp_oauth_callback(request: HttpRequest) -> HttpResponse:
+    """Where the authorization server sends the browser back (the exact redirect URI)."""
+    try:
+        connection = sign_in_finish(user=request.user, session_key=_session_key(request),
+                                    redirect_uri=_callback_uri(request),
+                                    params=request.GET.dict())
+    except ApplicationError as error:
+        return render(request, "integrations/mcp_sign_in_failed.html",
+                      {"message": error.message}, status=400)
+    messages.success(request, f"Signed in to {connection.server.name}.")
+    return redirect("integrations:mcp_sign_in", team_id=connection.team_id,
+                    server_id=connection.server_id)
+
+
+def _session_key(request: HttpRequest) -> str:
+    if request.session.session_key is None:
+        request.session.save()
+    return str(request.session.session_key)
+
+
+def _callback_uri(request: HttpRequest) -> str:
+    return request.build_absolute_uri(reverse("integrations:mcp_oauth_callback"))
+
+
+def _with_sign_ins(overview: McpOverview, team: Team, user: object) -> McpOverview:
+    """Mark each server that needs a sign-in with the one this person sees (``sign_in_state``:
+    the team's, or their own), for the settings page."""
+    for server in [*overview.own, *(choice.server for choice in overview.catalog)]:
+        if server.needs_sign_in:
+            server.sign_in_state = connection_for(server, team, user)  # type: ignore[attr-defined]
+    return overview
+
+
 def _form_refusal(request: HttpRequest, form: McpHttpServerForm,
                   error: ApplicationError) -> None:
     """404/403 for not_found/forbidden; any other refusal is shown on the form."""
@@ -208,7 +291,7 @@ def _settings_page(
         "team": team,
         "model_form": model_form or DefaultModelForm(initial={"model": chosen.first()}),
         "tools_form": tools_form or ToolPolicyForm(policy=team.tool_policy),
-        "mcp": team_mcp_overview(team),
+        "mcp": _with_sign_ins(team_mcp_overview(team), team, request.user),
         "mcp_form": mcp_form or McpHttpServerForm(),
         "mcp_report": mcp_report,
     }

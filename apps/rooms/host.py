@@ -81,7 +81,7 @@ class _Setup:
     context_window: int
     max_output: int
     mcp_servers: list[McpServerSpec] = field(default_factory=list)
-    mcp_problems: list[str] = field(default_factory=list)  # rows that could not be used
+    mcp_problems: list[WarningEvent] = field(default_factory=list)  # servers left out
     wiki: RunWiki | None = None
 
 
@@ -172,8 +172,8 @@ class RunHost:
         config = RunConfig(**params, system=system_prompt(conversation, wiki_prompt(wiki.store)),
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
         Run.objects.filter(pk=run.pk).update(model=params["model"])
-        mcp_problems: list[str] = []
-        mcp_servers = (mcp_specs(conversation.room.team, problems=mcp_problems)
+        mcp_problems: list[WarningEvent] = []
+        mcp_servers = (mcp_specs(team, user=run.started_by, problems=mcp_problems)
                        if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
@@ -234,7 +234,7 @@ class RunHost:
             async with self._beating():  # starting servers may take their connect timeouts
                 await servers.enter_async_context(mcp)
                 for problem in setup.mcp_problems:
-                    await projector.handle(WarningEvent(message=problem))
+                    await projector.handle(problem)
                 compact_only = setup.run.purpose == RunPurpose.COMPACT
                 if not compact_only:
                     await self._warn_if_unconfined(tools, projector)

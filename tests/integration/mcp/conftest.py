@@ -20,6 +20,7 @@ from apps.accounts.models import Membership, Role, Team, User
 from apps.integrations.models import McpServerConfig, McpTransport
 from tests.integration.personas import make_user
 from tests.services.mcp_servers import time_command
+from tests.services.oauth_mcp import AuthServerState, oauth_mcp_server
 from tests.unit.engine.mcp.kit import serve_http
 from tests.unit.engine.mcp.py_server import build_server
 
@@ -93,3 +94,11 @@ def sdk_http_server() -> Iterator[str]:
     yield box["url"]
     box["loop"].call_soon_threadsafe(box["stop"].set)
     thread.join(15)
+
+
+@pytest.fixture
+def protected() -> Iterator[tuple[str, AuthServerState]]:
+    """``(endpoint URL, state)`` of a running OAuth-protected MCP server on 127.0.0.1 (written
+    with the SDK's server-side auth: tests/services/oauth_mcp.py), in a thread of its own."""
+    with oauth_mcp_server() as served:
+        yield served

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 
 from apps.accounts.models import Team
+from apps.engine.events import WarningEvent
 from apps.integrations.mcp_builders import mcp_specs
 from apps.integrations.models import McpServerConfig, McpTransport, TeamMcpEnablement
 from tests.integration.mcp.conftest import ENV_SECRET, TOKEN, http_server, time_server
@@ -113,6 +114,6 @@ def test_a_row_the_engine_cannot_use_is_left_out_with_a_problem(acme: Team) -> N
     McpServerConfig.objects.create(name="broken", transport=McpTransport.STDIO, team=acme,
                                    command="x", env='["not", "an", "object"]')
     http_server(acme, "docs")
-    found: list[str] = []
+    found: list[WarningEvent] = []
     assert [spec.name for spec in mcp_specs(acme, problems=found)] == ["docs"]
-    assert len(found) == 1 and "'broken' is unavailable" in found[0]
+    assert len(found) == 1 and "'broken' is unavailable" in found[0].message

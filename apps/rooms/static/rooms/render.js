@@ -363,6 +363,11 @@ export class Renderer {
       const div = element("div", `notice notice-${n.level}`);
       div.dataset.kind = n.kind;
       div.append(element("span", "notice-text", n.text));
+      if (n.href) {
+        const link = element("a", "notice-link", n.linkText || n.href);
+        link.href = n.href;
+        div.append(" ", link);
+      }
       const close = element("button", "notice-dismiss", "×");
       close.type = "button";
       close.dataset.action = "dismiss";

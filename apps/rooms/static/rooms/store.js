@@ -386,9 +386,11 @@ export class Store {
     return msg;
   }
 
-  notice(kind, level, text, { replace = false } = {}) {
+  notice(kind, level, text, { replace = false, link = null, linkText = null } = {}) {
     if (replace) this.notices = this.notices.filter((n) => n.kind !== kind);
-    this.notices.push({ id: nextUid(), kind, level, text, at: new Date() });
+    // Only a path of this site becomes a link (never javascript: or another origin).
+    const href = typeof link === "string" && /^\/(?!\/)/.test(link) ? link : null;
+    this.notices.push({ id: nextUid(), kind, level, text, href, linkText, at: new Date() });
     if (this.notices.length > MAX_NOTICES) this.notices.splice(0, this.notices.length - MAX_NOTICES);
     this.dirty.notices = true;
   }
@@ -625,7 +627,7 @@ const HANDLERS = {
     }
   },
   warning(ev) {
-    this.notice("warning", "warn", ev.message);
+    this.notice("warning", "warn", ev.message, { link: ev.link, linkText: ev.link_text });
   },
   error(ev) {
     this.notice("error", "error", ev.message || ev.error_kind || "error");
