@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -203,14 +203,18 @@ def mcp_catalog_off(request: HttpRequest, team_id: int, server_id: int) -> HttpR
 @require_http_methods(["GET", "POST"])
 def mcp_sign_in(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
     """GET: the sign-in page of a server (signed in or not, a button); POST: start the sign-in
-    and send the browser to the server's authorization endpoint."""
+    and send the browser on to the server's authorization endpoint. Not with a redirect: our
+    CSP's ``form-action 'self'`` covers the redirects a form submission follows, so the answer
+    is a page that moves on by itself (a meta refresh, which CSP does not restrict) and a link."""
     team = team_membership(request, team_id).team
     try:
         server = sign_in_server(team, server_id, request.user)
         if request.method == "POST":
-            return HttpResponseRedirect(sign_in_start(
+            authorization = sign_in_start(
                 team=team, server_id=server.pk, by=request.user,
-                session_key=_session_key(request), redirect_uri=_callback_uri(request)))
+                session_key=_session_key(request), redirect_uri=_callback_uri(request))
+            return render(request, "integrations/mcp_sign_in_redirect.html",
+                          {"server": server, "authorization_url": authorization})
     except ApplicationError as error:
         refusal(request, error)
         return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)

@@ -63,7 +63,8 @@ def confab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConfabSe
     migrated = False
     for attempt in range(3):  # a port can be taken between picking it and binding it
         port, fakellm_port = free_port(), free_port()
-        env = django_env(data_dir=data_dir,
+        # Private network allowed: the MCP sign-in test's OAuth server listens on loopback.
+        env = django_env(data_dir=data_dir, CONFAB_ALLOW_PRIVATE_NETWORK="true",
                          CONFAB_FAKELLM_URL=f"http://{LOOPBACK}:{fakellm_port}")
         if not migrated:
             run_manage(["migrate", "--no-input", "-v0"], env)

@@ -4,6 +4,8 @@ with the test playing the browser (it follows the authorization server's redirec
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,10 +28,12 @@ def oauth_server(team: Team | None, url: str, sign_in: str = McpSignIn.PERSON,
 
 
 def start(client: Client, team: Team, server: McpServerConfig) -> str:
-    """POST "Sign in" as ``client``; the authorization URL confab redirects the browser to."""
+    """POST "Sign in" as ``client``; the authorization URL confab sends the browser on to."""
     response = client.post(f"/teams/{team.pk}/mcp/{server.pk}/sign-in/")
-    assert response.status_code == 302, response.content[:500]
-    return response["Location"]
+    assert response.status_code == 200, response.content[:500]
+    found = re.search(r'<a id="authorize" href="([^"]+)"', response.content.decode())
+    assert found, response.content[:500]
+    return html.unescape(found.group(1))
 
 
 def authorize(url: str, state: AuthServerState, subject: str) -> str:
