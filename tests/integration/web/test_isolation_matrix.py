@@ -30,7 +30,7 @@ from tests.integration.web.html import assert_no_inline_code, without_csrf
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
 MISSING = {"team_id": 999_999, "user_id": 999_999, "invitation_id": 999_999,
            "token_id": 999_999, "token": "no-such-invitation", "mcp_server_id": 999_999,
-           "catalog_id": 999_999, "path": "No such page.md"}
+           "catalog_id": 999_999, "oauth_server_id": 999_999, "path": "No such page.md"}
 MCP_FORM = {"name": "docs", "transport": "streamable_http", "url": "https://mcp.example.com/mcp",
             "headers": "Authorization: Bearer x-123456", "enabled": "on",
             "connect_timeout_s": "15", "call_timeout_s": "120"}
@@ -41,6 +41,7 @@ SIGNED_IN = (302, 200, 200, 200, 200)  # anonymous: to the login page
 MEMBERS = (302, 404, 200, 200, 200)
 MANAGE = (302, 404, 403, 403, 200)
 MANAGE_WRITE = (302, 404, 403, 403, 302)
+WRITERS = (302, 404, 403, 200, 200)  # members who may start runs: a person's own sign-in
 WIKI_WRITE_PAGE = (302, 404, 403, 200, 200)  # the editor, rename: viewers read only
 WIKI_WRITE = (302, 404, 403, 302, 302)
 WIKI_UPLOAD = (302, 404, 403, 400, 400)  # a form post without the file: refused as such
@@ -106,6 +107,16 @@ MATRIX = [
     Row("integrations:mcp_server_test", "POST", MANAGE, ("team_id", "mcp_server_id")),
     Row("integrations:mcp_catalog_enable", "POST", MANAGE_WRITE, ("team_id", "catalog_id")),
     Row("integrations:mcp_catalog_disable", "POST", MANAGE_WRITE, ("team_id", "catalog_id")),
+    # A person-scoped sign-in (the team-scoped one is MANAGE: tests/integration/mcp/test_oauth).
+    Row("integrations:mcp_sign_in", "GET", WRITERS, ("team_id", "oauth_server_id")),
+    # Starting it refuses the loopback URL (the SSRF guard) and goes back to the page.
+    Row("integrations:mcp_sign_in", "POST", (302, 404, 403, 302, 302),
+        ("team_id", "oauth_server_id")),
+    Row("integrations:mcp_sign_out", "POST", (302, 404, 403, 404, 404),  # nobody signed in
+        ("team_id", "oauth_server_id")),
+    # Without a state of one's own, every callback is refused.
+    Row("integrations:mcp_oauth_callback", "GET", (302, 400, 400, 400, 400),
+        query={"state": "forged", "code": "x"}),
     # The wiki: members of any role read; members write; owners and admins also delete.
     Row("wiki:tree", "GET", MEMBERS, ("team_id",)),
     Row("wiki:page", "GET", MEMBERS, ("team_id", "path")),
@@ -153,10 +164,13 @@ def ids(acme, globex, alice, dave, model, settings, tmp_path) -> dict[str, Any]:
         team=acme, name="docs", transport="streamable_http", url="http://127.0.0.1:9/mcp")
     catalog = McpServerConfig.objects.create(name="shared", transport="stdio", catalog=True,
                                              command="/nonexistent/mcp-server")
+    oauth_server = McpServerConfig.objects.create(
+        team=acme, name="tracker", transport="streamable_http", url="http://127.0.0.1:9/mcp",
+        sign_in="person")
     return {"team_id": acme.pk, "user_id": dave.pk, "invitation_id": invitation.pk,
             "token_id": token.pk, "token": raw_invitation, "model_id": model.pk,
             "uidb64": "MQ", "reset_token": "not-a-token", "mcp_server_id": mcp_server.pk,
-            "catalog_id": catalog.pk, "path": "Home.md", "folder": "Ops/",
+            "catalog_id": catalog.pk, "oauth_server_id": oauth_server.pk, "path": "Home.md", "folder": "Ops/",
             "attachment": "_files/dot.png", "home_blob": home.blob,
             "home_commit": home.commit, "first_commit": first.commit}
 
@@ -179,7 +193,7 @@ def _call(client: Client, row: Row, ids: dict[str, Any]):
 
 
 def _kwarg(name: str) -> str:
-    if name in ("mcp_server_id", "catalog_id"):
+    if name in ("mcp_server_id", "catalog_id", "oauth_server_id"):
         return "server_id"
     if name in ("folder", "attachment"):
         return "path"
