@@ -11,8 +11,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection as db
 from django.utils import timezone
+from mcp.shared.auth import OAuthClientInformationFull
 
 from apps.accounts.models import Team, User
 from apps.common.errors import ApplicationError
@@ -24,9 +26,15 @@ from apps.integrations.mcp_oauth import (
     run_access_token,
     sign_in_finish,
 )
-from apps.integrations.models import McpOAuthConnection, McpOAuthFlow, McpSignIn, TeamMcpEnablement
+from apps.integrations.models import (
+    McpOAuthConnection,
+    McpOAuthFlow,
+    McpServerConfig,
+    McpSignIn,
+    TeamMcpEnablement,
+)
 from tests.integration.mcp.oauth_kit import authorize, oauth_server, sign_in, start
-from tests.services.oauth_mcp import AuthServerState
+from tests.services.oauth_mcp import SCOPE, AuthServerState
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("allow_loopback")]
 Served = tuple[str, AuthServerState]
@@ -268,3 +276,53 @@ def test_a_loopback_server_is_refused_by_the_ssrf_guard(
     assert "The sign-in cannot start" in response.content.decode()
     assert "loopback" in response.content.decode()
     assert McpOAuthFlow.objects.count() == 0
+
+
+def test_a_configured_client_id_and_secret_are_used_instead_of_registration(
+        acme: Team, bob: User, signed_in: Any, protected: Served) -> None:
+    url, state = protected
+    state.clients["confab-static"] = OAuthClientInformationFull(
+        client_id="confab-static", client_secret="static-s3cret-value",
+        redirect_uris=["http://testserver/mcp/oauth/callback/"],
+        token_endpoint_auth_method="client_secret_post", scope=SCOPE,
+        grant_types=["authorization_code", "refresh_token"])
+    server = oauth_server(acme, url, oauth_client_id="confab-static",
+                          oauth_client_secret="static-s3cret-value")
+    sign_in(signed_in(bob), acme, server, state, "remote-bob")
+    assert list(state.clients) == ["confab-static"]  # nothing registered
+    stored = McpOAuthConnection.objects.get()
+    assert state.access[stored.access_token].client_id == "confab-static"
+
+
+def test_owners_set_the_sign_in_and_a_write_only_client_secret_on_the_page(
+        acme: Team, alice: User, signed_in: Any) -> None:
+    client = signed_in(alice)
+    form = {"name": "tracker", "transport": "streamable_http", "url": "https://mcp.example.com/mcp",
+            "enabled": "on", "connect_timeout_s": "15", "call_timeout_s": "120",
+            "sign_in": "person", "oauth_client_id": "cid", "oauth_client_secret": "csecret-123"}
+    assert client.post(f"/teams/{acme.pk}/settings/mcp/", form).status_code == 302
+    server = McpServerConfig.objects.get(name="tracker")
+    assert (server.sign_in, server.oauth_client_id) == ("person", "cid")
+    assert server.oauth_client_secret == "csecret-123"
+    page = client.get(f"/teams/{acme.pk}/settings/mcp/{server.pk}/").content.decode()
+    assert "csecret-123" not in page
+    edit = {**form, "oauth_client_secret": ""}  # blank keeps it
+    assert client.post(f"/teams/{acme.pk}/settings/mcp/{server.pk}/", edit).status_code == 302
+    server.refresh_from_db()
+    assert server.oauth_client_secret == "csecret-123"
+    with db.cursor() as cursor:
+        cursor.execute("SELECT oauth_client_secret FROM integrations_mcpserverconfig "
+                       "WHERE id = %s", [server.pk])
+        assert "csecret-123" not in cursor.fetchone()[0]
+
+
+def test_only_http_servers_sign_in_and_a_secret_needs_its_client_id(acme: Team) -> None:
+    stdio = McpServerConfig(name="local", transport="stdio", team=acme, command="/bin/true",
+                            sign_in="person")
+    with pytest.raises(ValidationError, match="Only HTTP servers sign in"):
+        stdio.full_clean()
+    http = McpServerConfig(name="remote", transport="streamable_http", team=acme,
+                           url="https://mcp.example.com/mcp", sign_in="team",
+                           oauth_client_secret="x")
+    with pytest.raises(ValidationError, match="needs its client id"):
+        http.full_clean()

@@ -100,3 +100,25 @@ async def test_a_run_refreshes_an_expired_token_first(
     assert state.refreshed == 1
     stored = await McpOAuthConnection.objects.aget(server=server)
     assert stored.access_token != old and stored.access_token in state.access
+
+
+async def test_when_bob_steers_alices_run_the_tool_still_uses_alices_sign_in(
+        acme: Team, alice: User, bob: User, conversation: Conversation,  # noqa: F811
+        worker: None, protected: Served) -> None:  # noqa: F811
+    url, state = protected
+    server = await sync_to_async(oauth_server)(acme, url)
+    await signed_in_as(acme, alice, server, state, "remote-alice")
+    await signed_in_as(acme, bob, server, state, "remote-bob")
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    long_text = " ".join(f"w{i}" for i in range(120))
+    await a.send({"type": "send", "client_id": "a1",
+                  "text": script({"text": long_text}, WHOAMI, {"text": "done"})})
+    await b.until_event("text_delta")
+    await b.send({"type": "send", "client_id": "b1", "text": "use mine"})  # steers the run
+    assert (await b.until(lambda f: f["type"] == "ack"))["queued"] is True
+    result = await b.until_event("tool_result")
+    assert result["result"]["content"] == "signed in as remote-alice"
+    assert (await a.until_event("run_ended"))["status"] == "completed"
+    await a.close()
+    await b.close()
