@@ -229,17 +229,30 @@ def run_access_token(server: McpServerConfig, team: Team, user: User | None, *,
         connection = None
     if connection is None:
         raise NotSignedIn(server, for_team=server.sign_in == McpSignIn.TEAM)
-    if connection.expires_at is None or connection.expires_at - REFRESH_MARGIN > now:
+    if _fresh(connection, now):
         return connection.access_token
-    try:
-        token = async_to_sync(_refresh)(connection)
-    except OAuthFlowError:  # refused: the grant is gone
-        connection.delete()
-        raise NotSignedIn(server, for_team=server.sign_in == McpSignIn.TEAM) from None
-    for name, value in _token_fields(token, now).items():
-        setattr(connection, name, value)
-    connection.save()
+    # One refresh at a time per sign-in: servers rotate refresh tokens, so a second concurrent
+    # refresh with the old one would be refused (and end the sign-in).
+    with transaction.atomic():
+        connection = McpOAuthConnection.objects.select_for_update().get(pk=connection.pk)
+        if _fresh(connection, now):  # another run refreshed it while this one waited
+            return connection.access_token
+        try:
+            token = async_to_sync(_refresh)(connection)
+        except OAuthFlowError:  # refused: the grant is gone, and the sign-in with it
+            connection.delete()
+            token = None
+        else:
+            for name, value in _token_fields(token, now).items():
+                setattr(connection, name, value)
+            connection.save()
+    if token is None:
+        raise NotSignedIn(server, for_team=server.sign_in == McpSignIn.TEAM)
     return connection.access_token
+
+
+def _fresh(connection: McpOAuthConnection, now: datetime) -> bool:
+    return connection.expires_at is None or connection.expires_at - REFRESH_MARGIN > now
 
 
 def _same_resource(connection: McpOAuthConnection, server: McpServerConfig) -> bool:

@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.accounts.models import Team
+from apps.accounts.models import Team, User
 from apps.accounts.pages import team_membership
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
@@ -264,7 +264,7 @@ def _callback_uri(request: HttpRequest) -> str:
     return request.build_absolute_uri(reverse("integrations:mcp_oauth_callback"))
 
 
-def _with_sign_ins(overview: McpOverview, team: Team, user: object) -> McpOverview:
+def _with_sign_ins(overview: McpOverview, team: Team, user: User) -> McpOverview:
     """Mark each server that needs a sign-in with the one this person sees (``sign_in_state``:
     the team's, or their own), for the settings page."""
     for server in [*overview.own, *(choice.server for choice in overview.catalog)]:
@@ -295,7 +295,7 @@ def _settings_page(
         "team": team,
         "model_form": model_form or DefaultModelForm(initial={"model": chosen.first()}),
         "tools_form": tools_form or ToolPolicyForm(policy=team.tool_policy),
-        "mcp": _with_sign_ins(team_mcp_overview(team), team, request.user),
+        "mcp": _with_sign_ins(team_mcp_overview(team), team, request.user),  # type: ignore[arg-type]
         "mcp_form": mcp_form or McpHttpServerForm(),
         "mcp_report": mcp_report,
     }

@@ -115,7 +115,8 @@ async def discover(server_url: str, client: httpx2.AsyncClient, policy: NetworkP
     not this server's, UrlRefused (a ToolError) for an endpoint the SSRF guard refuses, httpx2
     errors when a server cannot be reached.
     """
-    challenge = await client.get(server_url)
+    async with client.stream("GET", server_url) as challenge:
+        pass  # the status and headers are the challenge; an SSE endpoint's stream is not read
     prm = await _resource_metadata(server_url, challenge, client)
     issuer = str(prm.authorization_servers[0]) if prm else None
     metadata = await _server_metadata(issuer, server_url, client)
@@ -204,7 +205,8 @@ def authorization_request(server: AuthorizationServer, client_info: OAuthClientI
               "resource": server.resource}
     if server.scope:
         params["scope"] = server.scope
-    url = f"{server.metadata.authorization_endpoint}?{urlencode(params)}"
+    endpoint = str(server.metadata.authorization_endpoint)
+    url = f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(params)}"  # RFC 6749 3.1
     return url, state, pkce.code_verifier
 
 

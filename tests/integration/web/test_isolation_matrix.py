@@ -170,7 +170,8 @@ def ids(acme, globex, alice, dave, model, settings, tmp_path) -> dict[str, Any]:
     return {"team_id": acme.pk, "user_id": dave.pk, "invitation_id": invitation.pk,
             "token_id": token.pk, "token": raw_invitation, "model_id": model.pk,
             "uidb64": "MQ", "reset_token": "not-a-token", "mcp_server_id": mcp_server.pk,
-            "catalog_id": catalog.pk, "oauth_server_id": oauth_server.pk, "path": "Home.md", "folder": "Ops/",
+            "catalog_id": catalog.pk, "oauth_server_id": oauth_server.pk, "path": "Home.md",
+            "folder": "Ops/",
             "attachment": "_files/dot.png", "home_blob": home.blob,
             "home_commit": home.commit, "first_commit": first.commit}
 
