@@ -123,6 +123,8 @@ def sign_in_start(*, team: Team, server_id: int, by: User, session_key: str,
     except httpx2.HTTPError as exc:
         raise _refused("The server cannot be reached", exc) from None
     url, state, verifier = oauth.authorization_request(found, client_info, redirect_uri)
+    # Flows nobody came back to are of no use: each start clears the expired ones.
+    McpOAuthFlow.objects.filter(created_at__lt=timezone.now() - FLOW_TTL).delete()
     McpOAuthFlow.objects.create(
         state_hash=_digest(state), session_hash=_digest(session_key), server=server, team=team,
         user=by, for_team=server.sign_in == McpSignIn.TEAM,

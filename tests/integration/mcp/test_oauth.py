@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection as db
+from django.test import Client
 from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull
 
@@ -188,6 +189,15 @@ def test_an_expired_flow_is_refused(
                        redirect_uri="http://testserver/mcp/oauth/callback/",
                        params={k: v[0] for k, v in params.items()},
                        now=timezone.now() + timedelta(minutes=11))
+    abandoned = McpOAuthFlow.objects.filter(pk=start_flow(client, acme, server))
+    abandoned.update(created_at=timezone.now() - timedelta(minutes=11))
+    start(client, acme, server)
+    assert not abandoned.exists() and McpOAuthFlow.objects.count() == 1  # cleared on start
+
+
+def start_flow(client: Client, team: Team, server: McpServerConfig) -> int:
+    start(client, team, server)
+    return McpOAuthFlow.objects.latest("created_at").pk
 
 
 # -- whose token a run gets (isolation rows) ---------------------------------------------------

@@ -39,6 +39,14 @@ async def serve_http(server: MCPServer, transport: str) -> AsyncIterator[str]:
         app, path = server.streamable_http_app(), "/mcp"
     else:
         app, path = legacy_sse_app(server), "/sse"
+    async with serve_app(app) as origin:
+        yield f"{origin}{path}"
+
+
+@asynccontextmanager
+async def serve_app(app: Any) -> AsyncIterator[str]:
+    """Serve the ASGI ``app`` on 127.0.0.1 and yield its origin (``http://127.0.0.1:<port>``);
+    the socket listens before the server starts."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -48,7 +56,7 @@ async def serve_http(server: MCPServer, transport: str) -> AsyncIterator[str]:
     http = uvicorn.Server(config)
     task = asyncio.create_task(http.serve(sockets=[sock]))
     try:
-        yield f"http://127.0.0.1:{port}{path}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         http.should_exit = True
         await asyncio.wait_for(task, 10)

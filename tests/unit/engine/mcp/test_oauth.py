@@ -5,15 +5,19 @@ test plays the browser by following the authorization endpoint's redirect itself
 from __future__ import annotations
 
 from collections.abc import Iterator
-from ipaddress import ip_address
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from apps.engine.mcp import oauth
 from apps.engine.mcp.oauth import AuthorizationServer, OAuthFlowError, OAuthTokenError
-from apps.engine.tools.net import IPAddress, NetworkPolicy, UrlRefused, guarded_client
+from apps.engine.tools.net import NetworkPolicy, UrlRefused, guarded_client
 from tests.services.oauth_mcp import SCOPE, AuthServerState, oauth_mcp_server
+from tests.unit.engine.mcp.kit import serve_app
 
 LOOPBACK = NetworkPolicy(allow_private_network=True)
 REDIRECT = "https://confab.example/mcp/oauth/callback/"
@@ -100,24 +104,6 @@ async def test_the_ssrf_guard_refuses_a_loopback_server_by_default(
             await oauth.discover(url, client, NetworkPolicy())
 
 
-async def test_a_discovered_endpoint_the_guard_refuses_refuses_the_server(
-        protected: tuple[str, AuthServerState]) -> None:
-    """The server itself may be reached (its address is allowed), but its metadata points the
-    token endpoint at another address: discovery refuses it."""
-    url, _ = protected
-    only_server = NetworkPolicy.build(allowed_networks=["127.0.0.1/32"])
-
-    async def resolver(host: str, port: int) -> list[IPAddress]:
-        return [ip_address(host)]
-
-    async with guarded_client(only_server, resolver=resolver) as client:
-        server = await oauth.discover(url, client, only_server, resolver)  # all on 127.0.0.1
-        assert server.resource == url
-    bad = server.metadata.model_copy(update={"token_endpoint": "http://10.0.0.7/token"})
-    with pytest.raises(UrlRefused, match="10.0.0.7"):
-        await oauth.check_endpoints(bad, only_server, resolver)
-
-
 async def test_a_callback_from_another_issuer_is_refused(
         protected: tuple[str, AuthServerState]) -> None:
     url, _ = protected
@@ -127,3 +113,30 @@ async def test_a_callback_from_another_issuer_is_refused(
     oauth.check_callback_issuer(server, str(server.metadata.issuer))
     with pytest.raises(OAuthFlowError, match="iss mismatch"):
         oauth.check_callback_issuer(server, "https://evil.example")
+
+
+async def test_discovery_refuses_metadata_that_points_an_endpoint_elsewhere() -> None:
+    """A server whose own address is allowed publishes authorization server metadata whose
+    token endpoint is an internal address: discovery refuses it before any token request."""
+    base = "http://127.0.0.1:{port}"
+
+    async def prm(request: Request) -> JSONResponse:
+        origin = base.format(port=request.url.port)
+        return JSONResponse({"resource": f"{origin}/mcp", "authorization_servers": [origin]})
+
+    async def asm(request: Request) -> JSONResponse:
+        origin = base.format(port=request.url.port)
+        return JSONResponse({"issuer": origin, "authorization_endpoint": f"{origin}/authorize",
+                             "token_endpoint": "http://10.0.0.7/token",
+                             "response_types_supported": ["code"]})
+
+    async def challenge(request: Request) -> Response:
+        return Response(status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+    app = Starlette(routes=[Route("/mcp", challenge),
+                            Route("/.well-known/oauth-protected-resource/mcp", prm),
+                            Route("/.well-known/oauth-authorization-server", asm)])
+    only_loopback = NetworkPolicy.build(allowed_networks=["127.0.0.1/32"])
+    async with serve_app(app) as origin, guarded_client(only_loopback) as client:
+        with pytest.raises(UrlRefused, match="10.0.0.7"):
+            await oauth.discover(f"{origin}/mcp", client, only_loopback)
