@@ -6,6 +6,7 @@ import hashlib
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.crypto import salted_hmac
 
@@ -73,11 +74,17 @@ class Team(TimeStampedModel):
     ``tool_policy``: which tools need a member's approval before they run:
     ``{"require": [tool names], "exempt": [tool names]}`` on top of each tool's own default
     (writes, shell commands that are not read-only, destructive MCP tools).
+    ``agent_handle``: the team's name for its agent; ``@<handle>`` calls it in a conversation
+    in ``mention`` mode (``@agent`` always does too).
     """
 
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=100, unique=True)
     tool_policy = models.JSONField(default=dict, blank=True)
+    agent_handle = models.CharField(
+        max_length=30, default="agent",
+        validators=[RegexValidator(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\Z", "Letters, digits, _ and - "
+                                   "only, not starting with -.")])
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
 

@@ -23,8 +23,17 @@ class Room(TimeStampedModel):
         return self.name
 
 
+class AgentMode(models.TextChoices):
+    """When the agent answers (DESIGN 3.2): every message, or when it is called."""
+
+    ALWAYS = "always", "Always (every message starts a run or steers it)"
+    MENTION = "mention", "When mentioned (@agent) or asked"
+
+
 class Conversation(TimeStampedModel):
     """One transcript with at most one active run.
+
+    ``agent_mode``: :class:`AgentMode` (``always`` unless someone switches it).
 
     ``last_seq``: the last event number allocated; allocation happens under a row lock, so
     two writers never get the same number and none is skipped. ``compaction_failures`` and
@@ -41,6 +50,8 @@ class Conversation(TimeStampedModel):
     compaction_failures = models.PositiveIntegerField(default=0)  # keeps counting past 3
     compaction_paused_until = models.DateTimeField(null=True, blank=True)
     memory_upto = models.PositiveIntegerField(default=0)
+    agent_mode = models.CharField(max_length=10, choices=AgentMode.choices,
+                                  default=AgentMode.ALWAYS)
 
     @property
     def team_id(self) -> int:
@@ -66,7 +77,9 @@ class Message(TimeStampedModel):
     it: a pending message gets its position when it is injected). ``compacted`` messages were
     replaced by a summary (which takes the position of the last of them): kept for the export,
     left out of the model's history. ``client_id`` makes a person's resend idempotent (unique
-    per author: two people may pick the same one).
+    per author: two people may pick the same one). ``wakes_agent``: the person's message asks
+    for the agent (every message in ``always`` mode; one that mentions it in ``mention`` mode):
+    it starts a run or steers the active one, where the others are only the people's chat.
     """
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
@@ -88,6 +101,7 @@ class Message(TimeStampedModel):
     engine_id = models.CharField(max_length=64, blank=True)  # the runtime's message_id
     compacted = models.BooleanField(default=False)
     usage = models.JSONField(null=True, blank=True)
+    wakes_agent = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["position", "id"]

@@ -1,0 +1,44 @@
+"""Whether a person's message calls the agent in a ``mention`` conversation (DESIGN 3.2).
+
+A mention is ``@`` plus the team's agent handle (``@agent`` always works), case-insensitive, at
+a word boundary, not inside a code span or an e-mail address. Code is found with CommonMark's
+rules (https://spec.commonmark.org/0.31.2/): a code span is a run of N backticks up to the next
+run of exactly N (6.1); a fenced block runs from a line of three or more backticks or tildes to
+a closing fence of the same character at least as long, or to the end of the text (4.5).
+Indented code blocks are not treated as code: chat text is rarely indented on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["AGENT_HANDLE", "mentions_agent"]
+
+AGENT_HANDLE = "agent"
+"""The handle that calls the agent in every team, whatever name the team gave it."""
+
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*(?:\n.*?)??"
+                    r"(?:\n {0,3}(?P=fence)[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_SPAN = re.compile(r"(?<!`)(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`)", re.DOTALL)
+
+
+def _without_code(text: str) -> str:
+    """``text`` with fenced code blocks and code spans blanked out (blocks first: a fence's
+    backticks would otherwise pair up as spans)."""
+    text = _FENCE.sub(" ", text)
+    return _SPAN.sub(" ", text)
+
+
+def _mention(handle: str) -> re.Pattern[str]:
+    names = {AGENT_HANDLE, handle.lower()}
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    # Before the @: not a character an e-mail's local part or a word could end with. After the
+    # handle: no word character, and no ".word" (that would be a domain, as in @agent.io).
+    return re.compile(rf"(?<![\w.+%@-])@(?:{alternatives})(?![\w-])(?!\.\w)", re.IGNORECASE)
+
+
+def mentions_agent(text: str, handle: str = AGENT_HANDLE) -> bool:
+    """Whether ``text`` mentions the agent: ``@agent`` or ``@<handle>`` (the team's name for
+    it, ``Team.agent_handle``; any characters are taken literally) outside code and e-mail
+    addresses."""
+    return _mention(handle).search(_without_code(text)) is not None
