@@ -12,16 +12,27 @@ from typing import Protocol, runtime_checkable
 
 from apps.engine.messages import Message, ToolCall
 
-__all__ = ["ApprovalDecision", "ApprovalGate", "InputPort", "PendingInbox", "UserAnswer"]
+__all__ = ["ApprovalDecision", "ApprovalGate", "InputPort", "PendingInbox", "Taken",
+           "UserAnswer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """What :meth:`PendingInbox.take` found: ``messages`` join the history now, in arrival
+    order; ``steer``: at least one of them asks for the agent, so the run calls the model again
+    (False when they are only the people's chat: they wait as context for the next call)."""
+
+    messages: list[Message]
+    steer: bool
 
 
 @runtime_checkable
 class PendingInbox(Protocol):
     """Messages people sent while the run was busy (DESIGN 3.2)."""
 
-    async def take(self) -> list[Message]:
+    async def take(self) -> Taken:
         """Every pending message not taken yet, in arrival order, each with its author; the
-        host marks them injected. An empty list when there are none."""
+        host marks them injected. No messages (and ``steer`` False) when there are none."""
         ...
 
 

@@ -8,9 +8,8 @@ from collections import deque
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from apps.engine.messages import Message as EngineMessage
 from apps.engine.messages import ToolCall
-from apps.engine.ports import ApprovalDecision, UserAnswer
+from apps.engine.ports import ApprovalDecision, Taken, UserAnswer
 from apps.integrations.policy import needs_approval
 from apps.rooms.models import Message, MessageStatus
 from apps.rooms.transcript import engine_message
@@ -19,7 +18,8 @@ __all__ = ["PendingMessages", "RoomApprovals", "RoomAnswers"]
 
 
 class PendingMessages:
-    """People's messages that waited while the run was busy (oldest first).
+    """People's messages that waited while the run was busy (oldest first): those that
+    ask for the agent steer the run, the people's chat (``mention`` mode) joins as context.
 
     ``take`` marks them taken (status complete, attached to the run) and remembers their row
     ids in order; the projector gives them their history positions when the run reports them
@@ -31,10 +31,13 @@ class PendingMessages:
         self.run_id = run_id
         self.taken_ids: deque[int] = deque()
 
-    async def take(self) -> list[EngineMessage]:
+    async def take(self) -> Taken:
+        """Every pending message; they steer when one of them asks for the agent
+        (``Message.wakes_agent``: always so in an ``always`` conversation)."""
         rows = await database_sync_to_async(self._take)()
         self.taken_ids.extend(row.pk for row in rows)
-        return [engine_message(row) for row in rows]
+        return Taken(messages=[engine_message(row) for row in rows],
+                     steer=any(row.wakes_agent for row in rows))
 
     def _take(self) -> list[Message]:
         with transaction.atomic():

@@ -66,11 +66,17 @@ def _valid_step(step: Any) -> bool:
 _AUTHOR_LABEL = re.compile(r"\s*\[[^\]\n]{1,200}\]\s*")
 
 
+_MENTION = re.compile(r"\s*@[\w-]{1,30}\s+")
+
+
 def parse_script(text: str) -> list[Step] | None:
     """The steps of ``text`` if it is exactly a script object with valid steps, else None.
-    A leading ``[name]`` author label (how a room shows the model who wrote) is skipped."""
-    if (label := _AUTHOR_LABEL.match(text)) is not None:
-        text = text[label.end() :]
+    A leading ``[name]`` author label (how a room shows the model who wrote) is skipped, and
+    then a leading ``@name`` (the mention that called the agent, e.g. ``@agent {"script":
+    ...}`` in a room where the agent answers when mentioned)."""
+    for prefix in (_AUTHOR_LABEL, _MENTION):
+        if (found := prefix.match(text)) is not None:
+            text = text[found.end() :]
     text = text.strip()
     if not text.startswith("{"):
         return None

@@ -307,14 +307,16 @@ class AgentRunner:
         return self._tokens.tokens(self.history, tokens, index)
 
     async def _inject(self) -> bool:
+        """People's pending messages join the history; whether one of them steers (asks for
+        another model call: chat in a ``mention`` room only waits for the next one)."""
         if self.inbox is None:
             return False
-        messages = await self.inbox.take()
-        if not messages:
+        taken = await self.inbox.take()
+        if not taken.messages:
             return False
-        self.history.extend(messages)
-        await self.emit(MessagesInjected(messages=messages))
-        return True
+        self.history.extend(taken.messages)
+        await self.emit(MessagesInjected(messages=taken.messages))
+        return taken.steer
 
     async def _compact_now(self) -> tuple[RunStatus, str | None]:
         """One manual compaction ("compact now"): the breaker does not hold it."""

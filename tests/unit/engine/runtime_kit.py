@@ -16,7 +16,7 @@ from apps.engine.events import (
     ToolCallStart,
 )
 from apps.engine.messages import Author, Message, ToolCall, ToolResultBlock, ToolUseBlock, Usage
-from apps.engine.ports import ApprovalDecision
+from apps.engine.ports import ApprovalDecision, Taken
 from apps.engine.runtime.runner import AgentRunner, RunConfig
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.registry import ToolRegistry
@@ -64,15 +64,16 @@ class Inbox:
     """A PendingInbox fed by the test."""
 
     def __init__(self) -> None:
-        self.pending: list[Message] = []
+        self.pending: list[tuple[Message, bool]] = []
 
-    def post(self, author: str, text: str) -> None:
-        self.pending.append(Message(role="user", content=text,
-                                    author=Author(id=author, name=author)))
+    def post(self, author: str, text: str, *, steer: bool = True) -> None:
+        """A message from ``author``; ``steer=False``: chat that only waits as context."""
+        self.pending.append((Message(role="user", content=text,
+                                     author=Author(id=author, name=author)), steer))
 
-    async def take(self) -> list[Message]:
+    async def take(self) -> Taken:
         taken, self.pending = self.pending, []
-        return taken
+        return Taken(messages=[m for m, _ in taken], steer=any(s for _, s in taken))
 
 
 class Approvals:

@@ -150,6 +150,44 @@ async def test_injected_messages_keep_a_finished_run_going(tmp_path: Path) -> No
     assert events[-1].turns == 2 and events[-1].status == "completed"
 
 
+async def test_chat_that_does_not_steer_joins_the_history_but_ends_the_run(
+        tmp_path: Path) -> None:
+    inbox = Inbox()
+    pause = asyncio.Event()
+    provider = ScriptedProvider([text_turn("one", pause=pause), text_turn("never asked")])
+    history = [user("hi")]
+    run = runner(provider, [], history, tmp_path, inbox=inbox)
+    events = []
+    async for event in run.events():
+        events.append(event)
+        if isinstance(event, TextDelta) and event.text == "one":
+            inbox.post("bob", "lunch at noon?", steer=False)
+            pause.set()
+    assert events[-1].turns == 1 and events[-1].status == "completed"
+    assert [(m.role, m.text()) for m in history] == [
+        ("user", "hi"), ("assistant", "one"), ("user", "lunch at noon?")]
+    assert len(provider.requests) == 1
+
+
+async def test_chat_sent_during_a_tool_step_is_in_the_next_model_call(tmp_path: Path) -> None:
+    blocker = Blocker()
+    inbox = Inbox()
+    provider = ScriptedProvider([call_turn(("Blocker", {})), text_turn("done")])
+    history = [user("start")]
+    run = runner(provider, [blocker], history, tmp_path, inbox=inbox)
+
+    async def chat() -> None:
+        await blocker.started.wait()
+        inbox.post("bob", "fyi the build is red", steer=False)
+        blocker.release.set()
+
+    helper = asyncio.create_task(chat())
+    await run.run()
+    await helper
+    sent = provider.requests[1].messages
+    assert [b.text for b in sent[-1].content] == ["[bob]", "fyi the build is red"]
+
+
 async def test_stop_while_streaming_keeps_the_partial_message_marked_cancelled(
         tmp_path: Path) -> None:
     pause = asyncio.Event()
