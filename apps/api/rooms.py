@@ -83,4 +83,5 @@ def create_conversation(request: HttpRequest, room_id: int,
                         payload: ConversationCreateIn) -> Status[Conversation]:
     """Start a conversation in a room (not in an archived one: ``409``)."""
     room = room_for(request.auth, room_id)
-    return Status(201, conversation_create(room=room, title=payload.title, by=request.auth))
+    return Status(201, conversation_create(room=room, title=payload.title, by=request.auth,
+                                           agent_mode=payload.agent_mode))

@@ -82,13 +82,19 @@ class RoomRenameIn(Schema):
     name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
 
 
+AgentModeName = Literal["always", "mention"]
+
+
 class ConversationOut(Schema):
-    """A conversation. ``last_seq``: the last event number, for a socket's ``after_seq``."""
+    """A conversation. ``last_seq``: the last event number, for a socket's ``after_seq``;
+    ``agent_mode``: the agent answers every message (``always``) or when mentioned or asked
+    (``mention``)."""
 
     id: int
     room: RoomRef
     team_id: int
     title: str
+    agent_mode: AgentModeName
     archived: bool
     created_by: PersonRef | None
     last_seq: int
@@ -107,6 +113,7 @@ class ConversationOut(Schema):
 
 class ConversationCreateIn(Schema):
     title: str = Field("New conversation", min_length=1, max_length=CONVERSATION_TITLE_MAX)
+    agent_mode: AgentModeName = "always"
 
 
 class ConversationRenameIn(Schema):
@@ -122,6 +129,7 @@ class ExportConversation(Schema):
 
     id: int
     title: str
+    agent_mode: AgentModeName
     archived: bool
     room: RoomRef
     team: TeamRef
@@ -145,6 +153,8 @@ class ExportMessage(Schema):
     reasoning_content: str | None
     status: Literal["pending", "streaming", "complete", "cancelled", "error"]
     client_id: str | None
+    wakes_agent: bool = Field(description="The person's message asked for the agent (every "
+                              "message in an `always` conversation).")
     engine_id: str | None
     run_id: int | None
     provider: str | None

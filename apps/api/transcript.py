@@ -72,6 +72,7 @@ def conversation_record(conversation: Conversation) -> dict[str, Any]:
     return {
         "id": conversation.pk,
         "title": conversation.title,
+        "agent_mode": conversation.agent_mode,
         "archived": conversation.archived,
         "room": {"id": room.pk, "name": room.name},
         "team": {"id": room.team.pk, "name": room.team.name},

@@ -8,6 +8,8 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny"}``;
 - ``{"type": "answer", "question_id", "text"}``: answer an AskUser question;
 - ``{"type": "compact"}``: compact the conversation now (when no run is active);
+- ``{"type": "set_agent_mode", "agent_mode": "always" | "mention"}``: when the agent answers;
+- ``{"type": "ask_agent"}``: start the agent's turn without a message (when no run is active);
 - ``{"type": "typing"}``.
 
 Server -> client frames are built by :mod:`apps.realtime.server_frames`.
@@ -23,9 +25,11 @@ __all__ = [
     "CLIENT_FRAME",
     "AnswerFrame",
     "ClientFrame",
+    "AskAgentFrame",
     "CompactFrame",
     "DecideFrame",
     "SendFrame",
+    "SetAgentModeFrame",
     "StopFrame",
     "TypingFrame",
     "ValidationError",
@@ -78,6 +82,15 @@ class CompactFrame(_Frame):
     type: Literal["compact"]
 
 
+class SetAgentModeFrame(_Frame):
+    type: Literal["set_agent_mode"]
+    agent_mode: Literal["always", "mention"]
+
+
+class AskAgentFrame(_Frame):
+    type: Literal["ask_agent"]
+
+
 class TypingFrame(_Frame):
     type: Literal["typing"]
 
@@ -90,12 +103,13 @@ class HistoryFrame(_Frame):
 
 
 ClientFrame = Annotated[
-    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | TypingFrame
-    | HistoryFrame,
+    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | SetAgentModeFrame
+    | AskAgentFrame | TypingFrame | HistoryFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
-WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, CompactFrame)
+WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, CompactFrame, SetAgentModeFrame,
+                AskAgentFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

@@ -33,10 +33,12 @@ from apps.common.errors import ApplicationError, ErrorCode
 from apps.realtime.frames import (
     WRITE_FRAMES,
     AnswerFrame,
+    AskAgentFrame,
     CompactFrame,
     DecideFrame,
     HistoryFrame,
     SendFrame,
+    SetAgentModeFrame,
     StopFrame,
     TypingFrame,
     ValidationError,
@@ -50,7 +52,15 @@ from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
-from apps.rooms.services.runs import active_run, run_answer, run_compact, run_decide, run_stop
+from apps.rooms.services.rooms import conversation_set_agent_mode
+from apps.rooms.services.runs import (
+    active_run,
+    run_answer,
+    run_ask,
+    run_compact,
+    run_decide,
+    run_stop,
+)
 from apps.rooms.state import conversation_state
 from apps.rooms.sweeper import ensure_sweeper
 from apps.rooms.tail import TailWatch
@@ -255,7 +265,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                     client_id=client_id)
                 await self.send_json({"type": "ack", "client_id": client_id,
                                       "message_id": result.message.pk,
-                                      "queued": result.queued})
+                                      "queued": result.queued, "run": result.run})
             case StopFrame():
                 await database_sync_to_async(run_stop)(conversation=conversation,
                                                        membership=membership)
@@ -275,6 +285,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 page = await database_sync_to_async(messages_page)(conversation.pk, before,
                                                                   run=run)
                 await self.send_json({"type": "history", **page.as_json()})
+            case SetAgentModeFrame(agent_mode=mode):
+                await database_sync_to_async(conversation_set_agent_mode)(
+                    conversation=conversation, agent_mode=mode, by=membership.user)
+            case AskAgentFrame():
+                await database_sync_to_async(run_ask)(conversation=conversation,
+                                                      membership=membership)
             case TypingFrame():
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})

@@ -47,6 +47,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "type": "state",
             "seq": conversation.last_seq,
             "conversation": {"id": conversation.pk, "title": conversation.title,
+                             "agent_mode": conversation.agent_mode,
                              "room": {"id": conversation.room_id, "name": conversation.room.name},
                              "team": {"id": conversation.room.team_id,
                                       "name": conversation.room.team.name}},

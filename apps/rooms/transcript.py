@@ -62,6 +62,7 @@ def message_json(row: Message) -> dict[str, Any]:
         "reasoning_content": row.reasoning_content,
         "status": row.status,
         "client_id": row.client_id,
+        "wakes_agent": row.wakes_agent,
         "engine_id": row.engine_id or None,
         "run_id": row.run_id,
         "provider": row.provider or None,

@@ -1,7 +1,11 @@
 """What people send (DESIGN 3.2): persisted before anything is acknowledged, never dropped.
 
-A message sent while no run is active starts one; a message sent while a run is active waits as
-*pending* and joins the history at the run's next step boundary. The database decides which:
+A message that asks for the agent (every message in an ``always`` conversation; one that
+mentions it, :mod:`apps.rooms.mentions`, in a ``mention`` one) starts a run when none is active,
+or waits as *pending* and steers the run at its next step boundary. The people's chat in a
+``mention`` conversation starts nothing: it joins the history at once, or, while a run is
+active, waits as pending to join as context before the model's next call. The database decides
+whether a run starts:
 ``message_post`` always tries to create the run, and the partial unique constraint
 (``one_active_run_per_conversation``) refuses a second active run — so two messages arriving at
 two server processes at the same instant cannot start two runs.
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Literal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -18,24 +23,38 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode
-from apps.rooms.models import Conversation, Message, MessageStatus, Run, RunStatus
+from apps.rooms.mentions import mentions_agent
+from apps.rooms.models import (
+    AgentMode,
+    Conversation,
+    ConversationEvent,
+    Message,
+    MessageStatus,
+    Run,
+    RunStatus,
+)
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 from apps.rooms.services.limits import require_fits
-from apps.rooms.services.runs import run_dispatch_on_commit
+from apps.rooms.services.runs import active_run, run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
-__all__ = ["PostResult", "message_post"]
+__all__ = ["PostResult", "RunEffect", "message_post"]
+
+RunEffect = Literal["started", "steering", "none"]
+"""What a message did to the agent: started a run, steers the active one, or nothing (chat)."""
 
 
 @dataclass(frozen=True, slots=True)
 class PostResult:
     """``message``; ``queued``: it waits for the running run's next step; ``created``: False
-    when ``client_id`` named a message already stored (a resend)."""
+    when ``client_id`` named a message already stored (a resend); ``run``: its
+    :data:`RunEffect` (``ack.run`` on the socket)."""
 
     message: Message
     queued: bool
     created: bool
+    run: RunEffect
 
 
 def _rate_limit(conversation: Conversation, user: User) -> None:
@@ -60,37 +79,58 @@ def message_post(*, conversation: Conversation, membership: Membership, text: st
     mine = Message.objects.filter(conversation=conversation, author=user, client_id=client_id)
     existing = mine.first()
     if existing is not None:
-        return PostResult(existing, existing.status == MessageStatus.PENDING, created=False)
+        return _resent(existing)
     _rate_limit(conversation, user)
     try:
         with transaction.atomic():
             return _post(conversation, user, text, client_id)
     except IntegrityError:  # the same client_id raced in from another socket of this person
-        existing = mine.get()
-        return PostResult(existing, existing.status == MessageStatus.PENDING, created=False)
+        return _resent(mine.get())
+
+
+def _resent(message: Message) -> PostResult:
+    """The answer the first send of ``message`` got (its ``user_message`` event says whether
+    it waited)."""
+    waited = (ConversationEvent.objects.filter(conversation_id=message.conversation_id,
+                                               kind="user_message",
+                                               payload__message__id=message.pk)
+              .values_list("payload__queued", flat=True).first())
+    effect: RunEffect = ("none" if not message.wakes_agent
+                         else "steering" if waited else "started")
+    return PostResult(message, message.status == MessageStatus.PENDING, created=False,
+                      run=effect)
+
+
+def _wakes_agent(conversation: Conversation, text: str) -> bool:
+    """Whether ``text`` asks for the agent in ``conversation`` (its mode read under the lock:
+    a switch that just committed counts)."""
+    mode = Conversation.objects.values_list("agent_mode", flat=True).get(pk=conversation.pk)
+    return mode == AgentMode.ALWAYS or mentions_agent(text, conversation.room.team.agent_handle)
 
 
 def _post(conversation: Conversation, user: User, text: str, client_id: str) -> PostResult:
     conversation_lock(conversation.pk)
+    wakes = _wakes_agent(conversation, text)
     message = Message.objects.create(
         conversation=conversation, role="user", author=user, author_name=user.shown_name,
         content=[{"type": "text", "text": text}], status=MessageStatus.PENDING,
-        client_id=client_id)
-    run = _start_run(conversation, user)
-    if run is not None:  # it starts the run: it joins the history now
-        message.run = run
+        client_id=client_id, wakes_agent=wakes)
+    run = _start_run(conversation, user) if wakes else None
+    if run is not None or (not wakes and active_run(conversation) is None):
+        message.run = run  # it starts the run, or it is chat: it joins the history now
         message.status = MessageStatus.COMPLETE
         message.position = positions_allocate(conversation.pk, 1)
         message.save(update_fields=["run", "status", "position"])
-    payload = {"kind": "user_message", "message": message_json(message),
-               "queued": run is None}
+    queued = message.status == MessageStatus.PENDING
+    payload = {"kind": "user_message", "message": message_json(message), "queued": queued}
     event_append(conversation.pk, "user_message", payload, run_id=run.pk if run else None)
     if run is not None:
         event_append(conversation.pk, "run_queued", {
             "kind": "run_queued", "run_id": run.pk,
             "started_by": {"id": user.pk, "name": user.shown_name}}, run_id=run.pk)
         run_dispatch_on_commit(run)
-    return PostResult(message, queued=run is None, created=True)
+    effect: RunEffect = "started" if run else "steering" if wakes else "none"
+    return PostResult(message, queued=queued, created=True, run=effect)
 
 
 def _start_run(conversation: Conversation, user: User) -> Run | None:

@@ -15,9 +15,9 @@ from django.db import transaction
 from apps.accounts.models import Membership, Team, User
 from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
-from apps.rooms.models import ACTIVE_RUN_STATUSES, Conversation, Room, Run
+from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
 from apps.rooms.services.access import require_writer
-from apps.rooms.services.events import conversation_lock
+from apps.rooms.services.events import conversation_lock, event_append
 from apps.rooms.workspaces import workspace_delete, workspace_path
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "conversation_create",
     "conversation_delete",
     "conversation_rename",
+    "conversation_set_agent_mode",
     "room_archive",
     "room_create",
     "room_rename",
@@ -77,13 +78,45 @@ def room_archive(*, room: Room, by: User) -> Room:
     return room
 
 
-def conversation_create(*, room: Room, title: str, by: User) -> Conversation:
-    """A new conversation in ``room`` (refused with ``conflict`` in an archived room)."""
+def _agent_mode(value: str) -> AgentMode:
+    """``value`` as an :class:`AgentMode`; ``invalid`` naming the modes otherwise."""
+    try:
+        return AgentMode(value)
+    except ValueError:
+        modes = ", ".join(AgentMode.values)
+        raise ApplicationError(ErrorCode.INVALID,
+                               f"The agent mode is one of {modes}, not {value!r}.") from None
+
+
+def conversation_create(*, room: Room, title: str, by: User,
+                        agent_mode: str = AgentMode.ALWAYS) -> Conversation:
+    """A new conversation in ``room`` (refused with ``conflict`` in an archived room);
+    ``agent_mode``: an :class:`AgentMode` value (``invalid`` otherwise)."""
     _writer(by, room.team_id, "room")
     title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
+    mode = _agent_mode(agent_mode)
     if room.archived:
         raise ApplicationError(ErrorCode.CONFLICT, "The room is archived.")
-    return Conversation.objects.create(room=room, title=title, created_by=by)
+    return Conversation.objects.create(room=room, title=title, created_by=by, agent_mode=mode)
+
+
+def conversation_set_agent_mode(*, conversation: Conversation, agent_mode: str,
+                                by: User) -> Conversation:
+    """Switch when the agent answers (DESIGN 3.2); broadcast as ``agent_mode_changed``
+    ``{"agent_mode", "by": PERSON}``. Setting the mode it has changes nothing and broadcasts
+    nothing. ``invalid`` for an unknown mode."""
+    _writer(by, conversation.room.team_id, "conversation")
+    mode = _agent_mode(agent_mode)
+    with transaction.atomic():
+        conversation_lock(conversation.pk)  # a message being posted reads the mode under it
+        changed = Conversation.objects.filter(pk=conversation.pk).exclude(
+            agent_mode=mode).update(agent_mode=mode)
+        if changed:
+            event_append(conversation.pk, "agent_mode_changed", {
+                "kind": "agent_mode_changed", "agent_mode": mode.value,
+                "by": {"id": by.pk, "name": by.shown_name}})
+    conversation.agent_mode = mode
+    return conversation
 
 
 def conversation_rename(*, conversation: Conversation, title: str, by: User) -> Conversation:

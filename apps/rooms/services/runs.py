@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode
+from apps.engine.events import MessagesInjected
 from apps.realtime.groups import RUN_CHANNEL, run_group
 from apps.realtime.publish import group_send_on_commit, send_on_commit
 from apps.rooms.models import (
@@ -36,10 +37,12 @@ from apps.rooms.models import (
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 from apps.rooms.services.limits import require_fits
+from apps.rooms.transcript import engine_message
 
 __all__ = [
     "active_run",
     "run_answer",
+    "run_ask",
     "run_claim",
     "run_compact",
     "run_decide",
@@ -142,19 +145,36 @@ def run_compact(*, conversation: Conversation, membership: Membership) -> Run:
     whatever the compaction breaker says (DESIGN 2.6). Broadcast as ``run_queued`` with who
     asked. ``forbidden`` for a viewer; ``conflict`` while a run is active (it compacts by
     itself when it has to; stop it to compact first)."""
+    return _run_queue(conversation, membership, RunPurpose.COMPACT,
+                      "The agent is working: compact when its run has ended, or stop it first.")
+
+
+def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
+    """"Ask the agent" (``ask_agent``): start its turn without a message, e.g. in a ``mention``
+    conversation; the model sees everything said since its last turn. Broadcast as
+    ``run_queued`` with who asked. ``forbidden`` for a viewer; ``conflict`` while a run is
+    active (mention the agent to steer it)."""
+    return _run_queue(conversation, membership, RunPurpose.REPLY,
+                      "The agent is already working: mention it to steer its run.")
+
+
+def _run_queue(conversation: Conversation, membership: Membership, purpose: RunPurpose,
+               busy: str) -> Run:
+    """A queued run for ``purpose`` started by the member, dispatched after commit; ``busy``
+    is the ``conflict`` message when a run is active."""
     require_writer(membership)
     with transaction.atomic():
         conversation_lock(conversation.pk)
         try:
             with transaction.atomic():  # a savepoint: the refusal must not spoil the lock
                 run = Run.objects.create(conversation=conversation, started_by=membership.user,
-                                         status=RunStatus.QUEUED, purpose=RunPurpose.COMPACT)
+                                         status=RunStatus.QUEUED, purpose=purpose)
         except IntegrityError:  # one_active_run_per_conversation
-            raise ApplicationError(ErrorCode.CONFLICT, "The agent is working: compact when "
-                                   "its run has ended, or stop it first.") from None
-        event_append(conversation.pk, "run_queued", {
-            "kind": "run_queued", "run_id": run.pk, "started_by": _user(membership),
-            "purpose": RunPurpose.COMPACT.value}, run_id=run.pk)
+            raise ApplicationError(ErrorCode.CONFLICT, busy) from None
+        queued = {"kind": "run_queued", "run_id": run.pk, "started_by": _user(membership)}
+        if purpose == RunPurpose.COMPACT:
+            queued["purpose"] = purpose.value
+        event_append(conversation.pk, "run_queued", queued, run_id=run.pk)
         run_dispatch_on_commit(run)
     return run
 
@@ -228,8 +248,9 @@ def run_set_status(run_id: int, status: RunStatus) -> None:
 
 def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
                error_message: str = "") -> Run | None:
-    """End the run; when people's messages still wait, start the next run for them in the same
-    transaction (nothing a person sent is left behind). Returns that next run, if any."""
+    """End the run; when people's messages that ask for the agent still wait, start the next
+    run for them in the same transaction (nothing a person sent is left behind); when only
+    chat waits (``mention`` mode), it joins the history now. Returns that next run, if any."""
     with transaction.atomic():
         run = Run.objects.select_related("conversation").get(pk=run_id)
         conversation_lock(run.conversation_id)
@@ -238,10 +259,12 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
             error_message=error_message[:2000])
         _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
                           else MessageStatus.ERROR)
-        waiting = (Message.objects.filter(conversation_id=run.conversation_id,
+        pending = (Message.objects.filter(conversation_id=run.conversation_id,
                                           status=MessageStatus.PENDING)
-                   .select_related("author").order_by("id").first())
+                   .select_related("author").order_by("id"))
+        waiting = pending.filter(wakes_agent=True).first()
         if waiting is None:
+            _chat_joins(run, list(pending))
             return None
         follow_up = Run.objects.create(conversation_id=run.conversation_id,
                                        started_by=waiting.author, status=RunStatus.QUEUED)
@@ -251,6 +274,20 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
             run_id=follow_up.pk)
         run_dispatch_on_commit(follow_up)
         return follow_up
+
+
+def _chat_joins(run: Run, chat: list[Message]) -> None:
+    """People's chat that waited for a step the run did not take joins the history now, in
+    arrival order, announced as ``messages_injected`` like chat a step took."""
+    if not chat:
+        return
+    for message in chat:
+        message.status = MessageStatus.COMPLETE
+        message.position = positions_allocate(run.conversation_id, 1)
+        message.save(update_fields=["status", "position"])
+    joined = MessagesInjected(messages=[engine_message(m) for m in chat])
+    event_append(run.conversation_id, joined.kind, joined.model_dump(mode="json"),
+                 run_id=run.pk)
 
 
 def _close_unfinished(run: Run, status: MessageStatus) -> None:

@@ -5,9 +5,11 @@ it runs; a staff user "admin" for the admin site; a room with a conversation ali
 offline scripted model (served by fakellm at ``CONFAB_FAKELLM_URL``) as the team's default, plus
 a real provider for each API key found in the environment; the team's wiki gets a few pages by alice
 in one commit while it is empty (:data:`WIKI_PAGES`). ``--json`` prints exactly
-``{"team": {"id"}, "room": {"id"}, "conversation": {"id"}, "users": {"alice": {"id",
-"username", "password", "token"}, "bob": {...}, "carol": {...}}, "admin": {"username",
-"password"}}`` with fresh API tokens (and the admin's fresh password: every run rotates it).
+``{"team": {"id"}, "room": {"id"}, "conversation": {"id"}, "conversations": [{"id",
+"agent_mode", "title"}, ...], "users": {"alice": {"id", "username", "password", "token"},
+"bob": {...}, "carol": {...}}, "admin": {"username", "password"}}`` on one line, with fresh API
+tokens (and the admin's fresh password: every run rotates it). ``conversation`` is the demo's
+``always`` conversation; ``conversations`` lists it and the ``mention`` one (:data:`CHAT_TITLE`).
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from django.db import transaction
 from apps.accounts.models import Membership, Role, Team, User
 from apps.accounts.services import api_token_create
 from apps.integrations.demo import ensure_demo_models
-from apps.rooms.models import Conversation, Room
+from apps.rooms.models import AgentMode, Conversation, Room
 from apps.wiki.authors import person_author
 from apps.wiki.stores import store_for
 
 PEOPLE = (("alice", "Alice", Role.OWNER), ("bob", "Bob", Role.MEMBER),
           ("carol", "Carol", Role.VIEWER))
 TEAM_SLUG = "demo-team"
+CHAT_TITLE = "Team chat"
+"""The demo's ``mention`` conversation: the people talk, the agent answers when called."""
 WIKI_PAGES = {
     "Home.md": (
         "# Demo team wiki\n\n"
@@ -97,17 +101,30 @@ class Command(BaseCommand):
         room = Room.objects.filter(team=team, name="General").first() or Room.objects.create(
             team=team, name="General", created_by=admin)
         alice = User.objects.get(pk=users["alice"]["id"])
-        conversation = (Conversation.objects.filter(room=room).order_by("id").first()
-                        or Conversation.objects.create(room=room, title="Welcome",
-                                                       created_by=alice))
-        if conversation.created_by_id is None:  # made by an older demo: it is alice's
-            Conversation.objects.filter(pk=conversation.pk).update(created_by=alice)
+        conversation = _conversation(room, alice, "Welcome", AgentMode.ALWAYS)
+        chat = _conversation(room, alice, CHAT_TITLE, AgentMode.MENTION)
         # The offline model's address: as given, else kept from an earlier run (so a second
         # `demo --json` does not move a server started on other ports).
         given = os.environ.get("CONFAB_FAKELLM_URL") or os.environ.get("CONFAB_FAKELLM_URL_FILE")
         ensure_demo_models(team, fakellm_url=settings.CONFAB["FAKELLM_URL"] if given else None)
+        listed = [{"id": c.pk, "agent_mode": c.agent_mode, "title": c.title}
+                  for c in (conversation, chat)]
         return ({"team": {"id": team.pk}, "room": {"id": room.pk},
-                 "conversation": {"id": conversation.pk}, "users": users}, admin_password)
+                 "conversation": {"id": conversation.pk}, "conversations": listed,
+                 "users": users}, admin_password)
+
+
+def _conversation(room: Room, alice: User, title: str, mode: AgentMode) -> Conversation:
+    """The room's first conversation in ``mode`` (of that ``title`` for ``mention``: people
+    may switch others), created by alice if there is none."""
+    found = Conversation.objects.filter(room=room, agent_mode=mode)
+    if mode == AgentMode.MENTION:
+        found = found.filter(title=title)
+    conversation = found.order_by("id").first() or Conversation.objects.create(
+        room=room, title=title, created_by=alice, agent_mode=mode)
+    if conversation.created_by_id is None:  # made by an older demo: it is alice's
+        Conversation.objects.filter(pk=conversation.pk).update(created_by=alice)
+    return conversation
 
 
 def _seed_wiki(team: Team, alice: User) -> None:
