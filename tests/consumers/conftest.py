@@ -39,9 +39,15 @@ def conversation(acme: Team, alice: User) -> Conversation:
 
 
 @pytest.fixture
-async def model(acme: Team) -> AsyncIterator[str]:
+def model_requests() -> list[dict[str, Any]]:
+    """Every request body the model (fakellm) received in the test, in order."""
+    return []
+
+
+@pytest.fixture
+async def model(acme: Team, model_requests: list[dict[str, Any]]) -> AsyncIterator[str]:
     """fakellm on loopback as Acme's model (slow enough to act mid-stream)."""
-    async with serve_fakellm(rate=200) as origin:
+    async with serve_fakellm(rate=200, bodies=model_requests) as origin:
         await sync_to_async(ensure_demo_models)(acme, fakellm_url=origin)
         yield origin
         await provider_pool.aclose_all()

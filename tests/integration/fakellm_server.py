@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import subprocess
 import sys
@@ -77,16 +78,41 @@ class RequestGate:
         return False
 
 
+def _recording(app: Any, bodies: list[dict[str, Any]]) -> Any:
+    """``app`` that also appends every JSON request body it receives to ``bodies``, in order."""
+
+    async def recorder(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+
+        async def reading() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    bodies.append(json.loads(b"".join(chunks)))
+            return message
+
+        await app(scope, reading, send)
+
+    return recorder
+
+
 @contextlib.asynccontextmanager
-async def serve_fakellm(rate: float = 0.0, *, gate: RequestGate | None = None
-                        ) -> AsyncIterator[str]:
+async def serve_fakellm(rate: float = 0.0, *, gate: RequestGate | None = None,
+                        bodies: list[dict[str, Any]] | None = None) -> AsyncIterator[str]:
     """Serve fakellm in this event loop on 127.0.0.1 (behind ``gate``, if given); yield its
-    origin URL."""
+    origin URL. ``bodies``: every request body the model receives is appended there (what the
+    provider sent, verbatim)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(rate=rate)
+    if bodies is not None:
+        app = _recording(app, bodies)
     server = uvicorn.Server(uvicorn.Config(gate.wrap(app) if gate else app,
                                            log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
