@@ -7,6 +7,7 @@ import json
 import pytest
 
 from apps.rooms.models import Conversation, Room, Run, RunStatus
+from tests.integration.api.streams import body as streamed_body
 
 pytestmark = pytest.mark.django_db
 
@@ -123,3 +124,21 @@ def test_a_body_that_is_not_json_is_invalid(token_client, bob, room):
     response = token_client(bob).generic("PATCH", f"/api/rooms/{room.pk}", data=b"{nope",
                                          content_type="application/json")
     assert (response.status_code, response.json()["code"]) == (400, "invalid")
+
+
+def test_a_conversation_is_created_in_a_mode_and_carries_it(token_client, bob, room):
+    client = token_client(bob)
+    path = f"/api/rooms/{room.pk}/conversations"
+    default = _json(client, "POST", path, {"title": "plain"}).json()
+    chat = _json(client, "POST", path, {"title": "chat", "agent_mode": "mention"}).json()
+    assert (default["agent_mode"], chat["agent_mode"]) == ("always", "mention")
+    assert client.get(f"/api/conversations/{chat['id']}").json()["agent_mode"] == "mention"
+    export = client.get(f"/api/conversations/{chat['id']}/export.json")
+    assert json.loads(streamed_body(export))["conversation"]["agent_mode"] == "mention"
+
+
+def test_an_unknown_agent_mode_is_refused_and_nothing_is_created(token_client, bob, room):
+    response = _json(token_client(bob), "POST", f"/api/rooms/{room.pk}/conversations",
+                     {"title": "x", "agent_mode": "sometimes"})
+    assert response.status_code in (400, 422) and "agent_mode" in response.content.decode()
+    assert not Conversation.objects.filter(title="x").exists()

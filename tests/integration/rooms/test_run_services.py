@@ -106,6 +106,37 @@ def test_messages_waiting_when_a_run_ends_start_the_next_run(alice, bob, convers
     # (the next run's inbox takes it at its first step; until then it stays pending)
 
 
+def test_chat_still_waiting_when_a_mention_run_ends_joins_the_history_without_a_run(
+        alice, bob, conversation) -> None:
+    Conversation.objects.filter(pk=conversation.pk).update(agent_mode="mention")
+    conversation.refresh_from_db()
+    started = message_post(conversation=conversation, membership=member(alice, conversation),
+                           text="@agent go", client_id="a")
+    chat = message_post(conversation=conversation, membership=member(bob, conversation),
+                        text="brb", client_id="b")
+    assert (started.run, chat.run, chat.queued) == ("started", "none", True)
+    run = Run.objects.get(conversation=conversation)
+    assert run_finish(run.pk, RunStatus.COMPLETED) is None
+    chat.message.refresh_from_db()
+    assert chat.message.status == "complete" and chat.message.position == 2
+    joined = ConversationEvent.objects.filter(kind="messages_injected").get().payload
+    assert [m["author"]["name"] for m in joined["messages"]] == ["Bob"]
+
+
+def test_a_mention_still_waiting_when_the_run_ends_starts_the_next(alice, bob, conversation
+                                                                   ) -> None:
+    Conversation.objects.filter(pk=conversation.pk).update(agent_mode="mention")
+    conversation.refresh_from_db()
+    message_post(conversation=conversation, membership=member(alice, conversation),
+                 text="@agent go", client_id="a")
+    message_post(conversation=conversation, membership=member(alice, conversation),
+                 text="chat first", client_id="b")
+    message_post(conversation=conversation, membership=member(bob, conversation),
+                 text="@agent and me", client_id="c")
+    follow_up = run_finish(Run.objects.get(conversation=conversation).pk, RunStatus.COMPLETED)
+    assert follow_up is not None and follow_up.started_by_id == bob.pk
+
+
 def test_stopping_a_queued_run_ends_it_at_once(alice, bob, conversation) -> None:
     message_post(conversation=conversation, membership=member(alice, conversation), text="go",
                  client_id="a")
