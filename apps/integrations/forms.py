@@ -30,6 +30,7 @@ from apps.integrations.models import (
 from apps.integrations.policy import needs_approval
 
 __all__ = [
+    "AgentHandleForm",
     "BuiltinTool",
     "DefaultModelForm",
     "McpHttpServerForm",
@@ -64,6 +65,15 @@ def _describe(tool: Any) -> BuiltinTool:
     if method is not BaseTool.needs_approval:  # decided per call (Bash: unless read-only)
         return BuiltinTool(tool.spec.name, "asks for some calls", inspect.getdoc(method) or "")
     return BuiltinTool(tool.spec.name, "asks" if tool.spec.requires_approval else "runs unasked")
+
+
+class AgentHandleForm(forms.Form):
+    """The team's name for its agent (the service checks what it may be)."""
+
+    handle = forms.CharField(max_length=31, label="Agent handle",
+                             help_text="People call the agent with @ and this name in "
+                                       "conversations where it answers when mentioned; "
+                                       "@agent always works too.")
 
 
 class DefaultModelForm(forms.Form):

@@ -1,9 +1,9 @@
 """Writes about providers, models and a team's AI settings.
 
-Team settings (default model, tool policy) are managed by the team's owners and admins
-(``not_found`` for a non-member, ``forbidden`` for other members). Provider checks are for site
-staff (the admin): they call the provider through the engine adapter and report the outcome,
-with the error ``kind`` of DESIGN 2.3 on failure, and never the API key.
+Team settings (default model, tool policy, the agent's handle) are managed by the team's owners
+and admins (``not_found`` for a non-member, ``forbidden`` for other members). Provider checks
+are for site staff (the admin): they call the provider through the engine adapter and report the
+outcome, with the error ``kind`` of DESIGN 2.3 on failure, and never the API key.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from asgiref.sync import async_to_sync
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.accounts.models import Team, User
@@ -28,6 +29,7 @@ __all__ = [
     "FetchReport",
     "provider_fetch_models",
     "provider_test_connection",
+    "team_set_agent_handle",
     "team_set_default_model",
     "team_set_tool_policy",
 ]
@@ -53,6 +55,20 @@ def team_set_default_model(*, team: Team, model: ModelConfig | None, by: User) -
     config, _ = TeamAIConfig.objects.update_or_create(team=team,
                                                       defaults={"default_model": model})
     return config
+
+
+def team_set_agent_handle(*, team: Team, handle: str, by: User) -> Team:
+    """Name the team's agent: ``@<handle>`` calls it in a ``mention`` conversation
+    (``@agent`` always does too). Errors: ``not_found``/``forbidden`` (not a manager);
+    ``invalid`` for a handle that is not 1-30 letters, digits, ``_`` or ``-``."""
+    require_manager(by, team)
+    team.agent_handle = handle.strip().removeprefix("@")
+    try:
+        team.clean_fields(exclude=[f.name for f in Team._meta.fields if f.name != "agent_handle"])
+    except ValidationError as exc:
+        raise ApplicationError(ErrorCode.INVALID, " ".join(exc.messages)) from None
+    team.save(update_fields=["agent_handle", "updated_at"])
+    return team
 
 
 @transaction.atomic

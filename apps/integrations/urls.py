@@ -12,6 +12,8 @@ urlpatterns = [
     path("teams/<int:team_id>/settings/", views.team_settings, name="team_settings"),
     path("teams/<int:team_id>/settings/model/", views.team_model, name="team_model"),
     path("teams/<int:team_id>/settings/tools/", views.team_tools, name="team_tools"),
+    path("teams/<int:team_id>/settings/agent-handle/", views.team_agent_handle,
+         name="team_agent_handle"),
     path("teams/<int:team_id>/settings/mcp/", views.mcp_server_add, name="mcp_server_add"),
     path("teams/<int:team_id>/settings/mcp/<int:server_id>/", views.mcp_server_edit,
          name="mcp_server_edit"),

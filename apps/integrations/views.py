@@ -1,6 +1,6 @@
-"""The team settings page: default model, tool policy and MCP servers; and the OAuth sign-in
-pages of MCP servers that need one (``mcp_oauth``: a person's own sign-in is theirs to make,
-so those pages are for members too).
+"""The team settings page: default model, agent handle, tool policy and MCP servers; and the
+OAuth sign-in pages of MCP servers that need one (``mcp_oauth``: a person's own sign-in is theirs
+to make, so those pages are for members too).
 
 Owners and admins only: another team's id answers 404 exactly like a missing one, a member
 without the role 403 (``team_membership``); so does another team's MCP server id. Each form
@@ -22,7 +22,12 @@ from apps.accounts.models import Team, User
 from apps.accounts.pages import team_membership
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
-from apps.integrations.forms import DefaultModelForm, McpHttpServerForm, ToolPolicyForm
+from apps.integrations.forms import (
+    AgentHandleForm,
+    DefaultModelForm,
+    McpHttpServerForm,
+    ToolPolicyForm,
+)
 from apps.integrations.mcp_oauth import (
     connection_for,
     sign_in_finish,
@@ -41,7 +46,11 @@ from apps.integrations.mcp_services import (
     mcp_server_update,
 )
 from apps.integrations.models import TeamAIConfig
-from apps.integrations.services import team_set_default_model, team_set_tool_policy
+from apps.integrations.services import (
+    team_set_agent_handle,
+    team_set_default_model,
+    team_set_tool_policy,
+)
 
 __all__ = [
     "mcp_catalog_off",
@@ -53,6 +62,7 @@ __all__ = [
     "mcp_sign_in",
     "mcp_sign_out",
     "mcp_oauth_callback",
+    "team_agent_handle",
     "team_model",
     "team_settings",
     "team_tools",
@@ -81,6 +91,25 @@ def team_model(request: HttpRequest, team_id: int) -> HttpResponse:
     else:
         messages.success(request, "The default model is saved.")
     return redirect("integrations:team_settings", team_id=team_id)
+
+
+@login_required
+@require_POST
+def team_agent_handle(request: HttpRequest, team_id: int) -> HttpResponse:
+    """Name the team's agent (``@<handle>``)."""
+    team = team_membership(request, team_id, manage=True).team
+    form = AgentHandleForm(request.POST)
+    if form.is_valid():
+        try:
+            team_set_agent_handle(team=team, handle=form.cleaned_data["handle"],
+                                  by=request.user)
+        except ApplicationError as error:
+            form.add_error("handle", error.message)
+        else:
+            messages.success(request, "The agent handle is saved.")
+            return redirect("integrations:team_settings", team_id=team_id)
+    team.refresh_from_db(fields=["agent_handle"])  # the page shows what is stored
+    return _settings_page(request, team, handle_form=form)
 
 
 @login_required
@@ -287,13 +316,15 @@ def _mcp_anchor(team_id: int) -> str:
 
 def _settings_page(
     request: HttpRequest, team: Team, *, model_form: DefaultModelForm | None = None,
-    tools_form: ToolPolicyForm | None = None, mcp_form: McpHttpServerForm | None = None,
+    handle_form: AgentHandleForm | None = None, tools_form: ToolPolicyForm | None = None,
+    mcp_form: McpHttpServerForm | None = None,
     mcp_report: McpProbeReport | None = None,
 ) -> HttpResponse:
     chosen = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
     context = {
         "team": team,
         "model_form": model_form or DefaultModelForm(initial={"model": chosen.first()}),
+        "handle_form": handle_form or AgentHandleForm(initial={"handle": team.agent_handle}),
         "tools_form": tools_form or ToolPolicyForm(policy=team.tool_policy),
         "mcp": _with_sign_ins(team_mcp_overview(team), team, request.user),  # type: ignore[arg-type]
         "mcp_form": mcp_form or McpHttpServerForm(),

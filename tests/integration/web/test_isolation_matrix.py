@@ -95,6 +95,8 @@ MATRIX = [
     Row("accounts:invitation", "POST", MOVED, ("token",)),
     Row("integrations:team_settings", "GET", MANAGE, ("team_id",)),
     Row("integrations:team_model", "POST", MANAGE_WRITE, ("team_id",), {"model": "{model_id}"}),
+    Row("integrations:team_agent_handle", "POST", MANAGE_WRITE, ("team_id",),
+        {"handle": "robo"}),
     Row("integrations:team_tools", "POST", MANAGE_WRITE, ("team_id",),
         {tool.name: "default" for tool in builtin_tools()}),
     Row("integrations:mcp_server_add", "POST", MANAGE_WRITE, ("team_id",),

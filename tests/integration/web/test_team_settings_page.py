@@ -1,4 +1,5 @@
-"""The team settings page: the default model and the tool policy, set by owners and admins."""
+"""The team settings page: the default model, the agent handle and the tool policy, set by
+owners and admins."""
 
 from __future__ import annotations
 
@@ -83,3 +84,30 @@ def test_an_incomplete_tool_form_changes_nothing(signed_in, acme: Team, alice) -
     assert response.status_code == 200 and b"errorlist" in response.content
     acme.refresh_from_db()
     assert acme.tool_policy == {}
+
+
+def test_an_owner_names_the_agent_and_the_page_shows_it(signed_in, acme: Team, alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                     {"handle": "@Robo"}, follow=True)
+    acme.refresh_from_db()
+    assert acme.agent_handle == "Robo"
+    assert b"The agent handle is saved." in response.content
+    assert response.context["handle_form"].initial["handle"] == "Robo"
+
+
+@pytest.mark.parametrize("handle", ["two words", "-dash", "x" * 31, "ro.bo", ""])
+def test_a_bad_handle_is_refused_and_the_stored_one_kept(handle: str, signed_in, acme: Team,
+                                                        alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                     {"handle": handle})
+    assert response.status_code == 200 and b"errorlist" in response.content
+    acme.refresh_from_db()
+    assert acme.agent_handle == "agent"
+
+
+def test_a_member_cannot_name_the_agent(signed_in, acme: Team, bob) -> None:
+    response = signed_in(bob).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                   {"handle": "robo"})
+    assert response.status_code == 403
+    acme.refresh_from_db()
+    assert acme.agent_handle == "agent"
