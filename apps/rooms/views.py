@@ -19,12 +19,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.current import current_membership
-from apps.accounts.models import User
-from apps.accounts.selectors import membership_of
+from apps.accounts.models import Team, User
+from apps.accounts.selectors import membership_of, team_members
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
 from apps.rooms import selectors
 from apps.rooms.forms import ConversationCreateForm, RoomCreateForm
+from apps.rooms.mentions import AGENT_HANDLE
 from apps.rooms.models import Run, RunStatus
 from apps.rooms.services.limits import message_max_chars
 from apps.rooms.services.rooms import conversation_create, room_create
@@ -135,6 +136,15 @@ def _ended_text(run: Run | None) -> str:
     return f"Failed ({run.error_kind})" if run.error_kind else "Failed"
 
 
+def _mention_names(team: Team) -> list[dict[str, str]]:
+    """What the composer completes after ``@``: the agent (the team's handle, and ``agent``)
+    first, then the team's people, by name (``[{"name", "kind": "agent" | "person"}]``)."""
+    handles = dict.fromkeys([team.agent_handle, AGENT_HANDLE])  # in order, once each
+    agent = [{"name": handle, "kind": "agent"} for handle in handles]
+    people = [{"name": m.user.shown_name, "kind": "person"} for m in team_members(team)]
+    return agent + people
+
+
 @login_required
 @require_GET
 def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
@@ -152,6 +162,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         "membership": membership,
         "can_write": membership.role_enum.can_write,
         "message_max_chars": message_max_chars(),
+        "mention_names": _mention_names(found.room.team),
         "socket_path": f"/ws/conversations/{found.pk}/",
         "export_json": reverse("api:export_json", kwargs={"conversation_id": found.pk}),
         "export_md": reverse("api:export_markdown", kwargs={"conversation_id": found.pk}),

@@ -57,11 +57,13 @@ class ConfabServer:
     def password(self, name: str) -> str:
         return self.passwords.get(name) or self.users[name]["password"]
 
-    def new_conversation(self, title: str = "Browser test") -> int:
-        """A fresh conversation in the demo room (REST, as alice): tests never share one."""
+    def new_conversation(self, title: str = "Browser test", agent_mode: str = "always") -> int:
+        """A fresh conversation in the demo room (REST, as alice): tests never share one.
+        ``agent_mode``: ``always`` or ``mention``."""
         request = urllib.request.Request(
             f"{self.url}/api/rooms/{self.demo['room']['id']}/conversations",
-            data=json.dumps({"title": title[:100]}).encode(), method="POST",
+            data=json.dumps({"title": title[:100], "agent_mode": agent_mode}).encode(),
+            method="POST",
             headers={"Authorization": f"Bearer {self.users['alice']['token']}",
                      "Content-Type": "application/json"})
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -1,5 +1,8 @@
 // The composer: Enter sends, Shift+Enter is a new line; "typing" goes out at most every 3 s.
 // It stays usable while the agent runs: a message sent then waits for the run's next step.
+// "@" completes the agent's handles and the team's people (mentions.js).
+
+import { setupMentions } from "./mentions.js";
 
 const TYPING_EVERY_MS = 3000;
 
@@ -26,6 +29,9 @@ export function tooLongText(length, max) {
 export function setupComposer(form, { onSend, onTyping }) {
   const area = form.querySelector('textarea[name="text"]');
   const status = form.querySelector("#composer-status");
+  const list = form.querySelector("#mention-list");
+  const names = form.querySelector("#mention-names");
+  if (list && names) setupMentions(area, list, JSON.parse(names.textContent));
   let lastTyping = 0;
 
   function say(text) {

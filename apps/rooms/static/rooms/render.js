@@ -7,6 +7,8 @@ import { personName } from "./store.js";
 import { createCard, renderCard } from "./tools.js";
 
 const QUEUED_TEXT = "queued, joins at the next step";
+const CONTEXT_TEXT = "the agent reads it at its next step";
+const WAKES_TEXT = "called the agent";
 const LARGE_TEXT = 30000; // past this, Markdown is re-rendered at most every LARGE_TEXT_MS
 const LARGE_TEXT_MS = 250;
 const NEAR_BOTTOM_PX = 120;
@@ -160,7 +162,11 @@ export class Renderer {
     this.renderCalls(msg, article);
     this.renderWiki(msg, article);
     const empty = isEmpty(msg);
-    flag(article, "queued", msg.queued && !msg.sending ? QUEUED_TEXT : "");
+    const chat = this.store.agentMode === "mention";
+    const mine = article.classList.contains("mine");
+    flag(article, "queued", msg.queued && !msg.sending
+      ? (chat && !msg.wakesAgent ? CONTEXT_TEXT : QUEUED_TEXT) : "");
+    flag(article, "wakes", chat && mine && msg.wakesAgent ? WAKES_TEXT : "");
     flag(article, "sending", msg.sending ? "sending…" : "");
     flag(article, "failed", msg.failed ? `not sent: ${msg.failed}` : "");
     flag(article, "stopped", msg.status === "cancelled" && !empty ? "stopped" : "");
@@ -282,6 +288,17 @@ export class Renderer {
     // "Compact now" starts a run of its own: offered while none is active.
     const compact = this.root.querySelector('button[data-action="compact"]');
     if (compact) compact.hidden = !!this.store.run || !this.store.canWrite;
+    this.renderAgentMode();
+  }
+
+  renderAgentMode() {
+    // In "mention" mode people talk among themselves: "Ask the agent" starts its turn.
+    const mode = this.store.agentMode;
+    const ask = this.root.querySelector('button[data-action="ask-agent"]');
+    if (ask) ask.hidden = mode !== "mention" || !!this.store.run || !this.store.canWrite;
+    const select = this.root.querySelector("#agent-mode");
+    if (select && select.value !== mode) select.value = mode;
+    this.root.dataset.agentMode = mode;
   }
 
   renderRole() {

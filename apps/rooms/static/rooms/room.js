@@ -77,6 +77,7 @@ function start(root) {
       case "error":
         if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
+        store.dirty.run = true; // a refused mode switch: the select shows the mode again
         root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled]")
           .forEach((el) => { el.disabled = false; });
         return;
@@ -136,6 +137,8 @@ function start(root) {
       loadHistory();
     } else if (action === "compact") {
       if (!store.run && store.canWrite) socket.send({ type: "compact" });
+    } else if (action === "ask-agent") {
+      if (!store.run && store.canWrite) socket.send({ type: "ask_agent" });
     } else if (action === "approve" || action === "deny") {
       const card = button.closest(".tool-card");
       if (!card || !card.dataset.callId) return;
@@ -146,6 +149,12 @@ function start(root) {
       store.dismiss(button.dataset.noticeId);
       renderer.schedule();
     }
+  });
+
+  root.addEventListener("change", (event) => {
+    // The mode switches when the server says so (agent_mode_changed); a refusal puts it back.
+    if (event.target.id !== "agent-mode" || !store.canWrite) return;
+    socket.send({ type: "set_agent_mode", agent_mode: event.target.value });
   });
 
   root.addEventListener("submit", (event) => {

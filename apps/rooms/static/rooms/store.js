@@ -60,6 +60,10 @@ export class Store {
     for (const msg of this.local.values()) this._adopt(msg);
   }
 
+  get agentMode() {
+    return (this.conversation && this.conversation.agent_mode) || "always";
+  }
+
   get canWrite() {
     return this.you && this.you.role !== "viewer";
   }
@@ -80,7 +84,7 @@ export class Store {
   _newMessage(fields) {
     return { key: "", id: null, engineId: null, role: "assistant", author: null, thinking: "",
              text: "", calls: [], wiki: [], status: "complete", clientId: null, queued: false,
-             sending: false, failed: null, summary: false, ...fields };
+             sending: false, failed: null, summary: false, wakesAgent: false, ...fields };
   }
 
   _adopt(msg) {
@@ -132,6 +136,7 @@ export class Store {
       return;
     }
     this._rekey(msg, String(frame.message_id));
+    if (frame.run) msg.wakesAgent = frame.run !== "none";
     if (msg.status === "pending") {
       // queued: it waits for the run's next step; otherwise it started a run (in the history)
       msg.queued = frame.queued;
@@ -211,7 +216,7 @@ export class Store {
     }
     Object.assign(msg, { id: m.id, engineId: m.engine_id, role: m.role, author: m.author,
                          status: m.status, clientId: m.client_id, sending: false,
-                         queued: m.status === "pending" });
+                         queued: m.status === "pending", wakesAgent: !!m.wakes_agent });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
     this._place(msg, { pending: msg.queued });
@@ -476,6 +481,14 @@ const HANDLERS = {
       msg.status = "complete";
       this._place(msg, { pending: false });
     }
+  },
+  agent_mode_changed(ev) {
+    if (this.conversation) this.conversation.agent_mode = ev.agent_mode;
+    const how = ev.agent_mode === "mention" ? "when mentioned or asked" : "every message";
+    this.notice("agent-mode", "info", `${personName(ev.by)} set the agent to answer ${how}.`,
+                { replace: true });
+    for (const msg of this.messages.values()) this.touch(msg); // the "called the agent" marks
+    this.dirty.run = true;
   },
   run_queued(ev) {
     this.run = { id: ev.run_id, status: "queued", model: null, started_by: ev.started_by,
