@@ -9,6 +9,7 @@ over the conversation socket (docs/protocol.md) and ``static/rooms/room.js`` ren
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from django.contrib import messages
@@ -162,7 +163,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         "membership": membership,
         "can_write": membership.role_enum.can_write,
         "message_max_chars": message_max_chars(),
-        "mention_names": _mention_names(found.room.team),
+        "mention_names": json.dumps(_mention_names(found.room.team)),
         "socket_path": f"/ws/conversations/{found.pk}/",
         "export_json": reverse("api:export_json", kwargs={"conversation_id": found.pk}),
         "export_md": reverse("api:export_markdown", kwargs={"conversation_id": found.pk}),

@@ -7,7 +7,10 @@ no composer and no Stop button, and no page has inline code the CSP would block.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
+from html import unescape as html_unescape
 
 import pytest
 from django.test import Client
@@ -231,3 +234,17 @@ def test_the_room_pages_take_only_their_methods(signed_in: Callable[[User], Clie
     assert client.post(reverse("rooms:conversation", args=[conversation.pk])).status_code == 405
     assert client.get(reverse("rooms:conversation_new", args=[room.pk])).status_code == 405
     assert client.get(reverse("rooms:room_new")).status_code == 405
+
+
+def test_the_composer_completes_the_agent_and_this_teams_people_only(
+        signed_in: Callable[[User], Client], acme: Team, alice: User, charlie: User,
+        conversation: Conversation) -> None:
+    Team.objects.filter(pk=acme.pk).update(agent_handle="robo")
+    page = signed_in(alice).get(reverse("rooms:conversation", args=[conversation.pk]))
+    html = page.content.decode()
+    raw = re.search(r'data-mention-names="([^"]*)"', html).group(1)
+    names = json.loads(html_unescape(raw))
+    assert names[:2] == [{"name": "robo", "kind": "agent"}, {"name": "agent", "kind": "agent"}]
+    people = {n["name"] for n in names if n["kind"] == "person"}
+    assert people == {"Alice", "Bob", "Carol"} and charlie.shown_name not in people
+    assert 'data-agent-mode="always"' in html

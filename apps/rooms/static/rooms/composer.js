@@ -30,8 +30,9 @@ export function setupComposer(form, { onSend, onTyping }) {
   const area = form.querySelector('textarea[name="text"]');
   const status = form.querySelector("#composer-status");
   const list = form.querySelector("#mention-list");
-  const names = form.querySelector("#mention-names");
-  if (list && names) setupMentions(area, list, JSON.parse(names.textContent));
+  if (list && form.dataset.mentionNames) {
+    setupMentions(area, list, JSON.parse(form.dataset.mentionNames));
+  }
   let lastTyping = 0;
 
   function say(text) {

@@ -1,5 +1,5 @@
-// "@" completion in the composer: the agent's handles and the team's people (the page's
-// #mention-names JSON, [{name, kind: "agent" | "person"}]). While the list is open, the arrow
+// "@" completion in the composer: the agent's handles and the team's people (the composer's
+// data-mention-names JSON, [{name, kind: "agent" | "person"}]). While the list is open, the arrow
 // keys move, Enter or Tab picks, Escape closes it; a click picks too.
 
 /** The "@word" typed just before `caret` in `text`: {start, query}, or null (an e-mail's
