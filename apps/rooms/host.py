@@ -46,7 +46,7 @@ from apps.integrations.builders import (
     run_settings,
 )
 from apps.integrations.mcp_builders import mcp_specs
-from apps.rooms.models import Conversation, Run, RunPurpose, RunStatus
+from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_release_before, notes_settle
 from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
 from apps.rooms.projector import Projector
@@ -97,6 +97,12 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
         "Your files and commands live in this conversation's workspace directory. Tools that "
         "change things may wait for a team member's approval."
     )
+    if conversation.agent_mode == AgentMode.MENTION:
+        prompt += (
+            " Here the people also talk among themselves: you are called when someone writes "
+            f"@{room.team.agent_handle} or asks you, and you then see everything said since your "
+            "last turn. Answer what was asked of you; the rest is context."
+        )
     return f"{prompt}\n\n{wiki}" if wiki else prompt
 
 

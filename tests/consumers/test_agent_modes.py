@@ -42,6 +42,12 @@ def _said(body: dict[str, Any]) -> list[str]:
     return texts
 
 
+def _system(body: dict[str, Any]) -> str:
+    """The system prompt of an Anthropic request body."""
+    system = body.get("system") or ""
+    return system if isinstance(system, str) else "".join(b.get("text", "") for b in system)
+
+
 async def test_always_is_the_default_and_every_message_starts_or_steers(
         alice: User, conversation: Conversation) -> None:
     client, state = await connect(alice, conversation.pk)
@@ -133,6 +139,7 @@ async def test_ask_agent_starts_a_run_that_sees_the_chat_with_authors(
     assert (await a.until_event("run_ended"))["status"] == "completed"
     assert _said(model_requests[-1]) == ["[Alice]", "the build is red",
                                          "[Bob]", "I think it is the cache"]
+    assert "you are called when someone writes @agent" in _system(model_requests[-1])
     await a.close()
     await b.close()
 
