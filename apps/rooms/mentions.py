@@ -11,6 +11,7 @@ Indented code blocks are not treated as code: chat text is rarely indented on pu
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 __all__ = ["AGENT_HANDLE", "mentions_agent"]
 
@@ -19,14 +20,40 @@ AGENT_HANDLE = "agent"
 
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*(?:\n.*?)??"
                     r"(?:\n {0,3}(?P=fence)[`~]*[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
-_SPAN = re.compile(r"(?<!`)(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`)", re.DOTALL)
+_TICKS = re.compile(r"`+")
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each code span: a run of backticks up to the next run of the same
+    length. Runs are paired in one pass with a per-length index (a regex with a lazy ``.+?``
+    would rescan the text for every unclosed run: quadratic on a hostile message)."""
+    runs = [match.span() for match in _TICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for i, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(i)
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        same = by_length[end - start]
+        k = bisect_right(same, i)
+        if k == len(same):  # no closing run: these backticks are literal
+            i += 1
+            continue
+        spans.append((start, runs[same[k]][1]))
+        i = same[k] + 1
+    return spans
 
 
 def _without_code(text: str) -> str:
     """``text`` with fenced code blocks and code spans blanked out (blocks first: a fence's
     backticks would otherwise pair up as spans)."""
     text = _FENCE.sub(" ", text)
-    return _SPAN.sub(" ", text)
+    kept, last = [], 0
+    for start, end in _code_spans(text):
+        kept += [text[last:start], " "]
+        last = end
+    return "".join([*kept, text[last:]])
 
 
 def _mention(handle: str) -> re.Pattern[str]:
