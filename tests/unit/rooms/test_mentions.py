@@ -43,6 +43,8 @@ def test_what_is_not_a_mention(text: str) -> None:
 
 def test_text_after_a_code_span_still_mentions() -> None:
     assert mentions_agent("`x = 1` looks wrong, @agent")
+    assert mentions_agent("an unclosed ` is literal, @agent")
+    assert mentions_agent("``a`` then ` alone @agent")
     assert mentions_agent("```\ncode\n```\n@agent explain that")
 
 
