@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rooms', '0003_compaction_cooldown_and_compact_runs'),
+        ('rooms', '0004_history_indexes'),
     ]
 
     operations = [
