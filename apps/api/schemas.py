@@ -176,6 +176,7 @@ class RoomMessage(Schema):
     reasoning_content: str | None
     status: Literal["pending", "streaming", "complete", "cancelled", "error"]
     client_id: str | None
+    wakes_agent: bool = Field(description="A person's message that asked for the agent.")
     engine_id: str | None
     run_id: int | None
     provider: str | None
