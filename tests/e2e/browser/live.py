@@ -92,6 +92,11 @@ class ConfabServer:
             "            author=alice if role == 'user' else None,\n"
             "            author_name='Alice' if role == 'user' else ''))\n"
             "Message.objects.bulk_create(rows)\n"
+            "# written a day ago: alice's rate limit counts the last minute's messages\n"
+            "from datetime import timedelta\n"
+            "from django.utils import timezone\n"
+            f"Message.objects.filter(conversation_id={conversation_id}).update(\n"
+            "    created_at=timezone.now() - timedelta(days=1))\n"
             "print('{}')\n")
         last_json(run_script(code, self.env))
 
