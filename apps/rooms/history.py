@@ -6,8 +6,11 @@ of them and, past the first, at most ``CONFAB["HISTORY_PAGE_BYTES"]`` of JSON, s
 depends on the page and never on the conversation's length. Messages are ordered as clients
 show them: the history by ``(position, id)``, then what has not joined it yet (a message being
 written, people's pending messages) by ``id``. A page never starts with a message of tool
-results alone: those go with the older page, beside the calls they answer. The cursor is
-opaque to clients: ``p<position>.<id>`` or ``u<id>``, the oldest message carried.
+results alone: it reaches back to the message of the calls they answer, past its limits if it
+must (one message more). Sizes are measured as the socket sends them (JSON with non-ASCII
+escaped). The cursor is opaque to clients: ``p<position>.<id>`` or ``u<id>``, the oldest message
+carried; a ``u`` cursor whose message has since joined the history continues from its place
+there.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ __all__ = ["WIKI_CHANGES_SHOWN", "Page", "messages_page"]
 WIKI_CHANGES_SHOWN = 200
 """The most ``wiki_changed`` events a page carries (the rest are in the log and the exports)."""
 
-_CURSOR = re.compile(r"^(?:p(\d{1,10})\.(\d{1,19})|u(\d{1,19}))$")
+_CURSOR = re.compile(r"p(\d{1,10})\.(\d{1,19})|u(\d{1,19})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,17 +57,19 @@ def messages_page(conversation_id: int, before: str | None = None, *,
     newest); ``run``: the active run, whose finished calls carry their results. Raises
     ApplicationError ``invalid`` for a cursor that is not one."""
     limit = settings.CONFAB["HISTORY_PAGE_MESSAGES"]
-    rows = _newest_first(conversation_id, before, limit + 1)
-    taken, budget = [], settings.CONFAB["HISTORY_PAGE_BYTES"]
-    for row in rows[:limit]:
+    fetched = limit + 3  # room for the reach back to a results message's calls
+    rows = _newest_first(conversation_id, before, fetched)
+    taken: list[tuple[Message, dict[str, Any]]] = []
+    budget = settings.CONFAB["HISTORY_PAGE_BYTES"]
+    for row in rows:
         shown = message_json(row)
-        budget -= len(json.dumps(shown, ensure_ascii=False, separators=(",", ":")))
-        if taken and budget < 0:
+        budget -= len(json.dumps(shown, separators=(",", ":")))
+        results_first = bool(taken) and _results_only(taken[-1][1])
+        if taken and (budget < 0 or len(taken) >= limit) and not results_first:
             break
         taken.append((row, shown))
-    if len(taken) > 1 and _results_only(taken[-1][1]):
-        taken.pop()  # they go with the calls they answer, in the older page
-    more = len(taken) < len(rows)
+    more = len(taken) < len(rows) or (len(rows) == fetched and bool(
+        _newest_first(conversation_id, _cursor(taken[-1][0]), 1)))
     messages = [shown for _, shown in reversed(taken)]
     return Page(messages=with_results(with_decisions(messages), run),
                 before=_cursor(taken[-1][0]) if more and taken else None,
@@ -76,13 +81,16 @@ def _newest_first(conversation_id: int, before: str | None, count: int) -> list[
     placed = rows.filter(position__isnull=False).order_by("-position", "-id")
     if before is None:
         return _take(rows.filter(position__isnull=True).order_by("-id"), count, placed)
-    match = _CURSOR.match(before)
+    match = _CURSOR.fullmatch(before)
     if match is None:
         raise ApplicationError(ErrorCode.INVALID, "That is not a history cursor.")
     position, row_id, unplaced_id = match.groups()
     if unplaced_id is not None:
-        return _take(rows.filter(position__isnull=True, id__lt=int(unplaced_id))
-                     .order_by("-id"), count, placed)
+        joined = rows.filter(pk=int(unplaced_id), position__isnull=False).first()
+        if joined is None:
+            return _take(rows.filter(position__isnull=True, id__lt=int(unplaced_id))
+                         .order_by("-id"), count, placed)
+        position, row_id = joined.position, joined.pk  # it joined the history meanwhile
     return list(placed.filter(Q(position__lt=int(position))
                               | Q(position=int(position), id__lt=int(row_id)))[:count])
 

@@ -53,7 +53,8 @@ async def test_the_state_carries_the_newest_page_and_history_pages_back_through_
     settings.CONFAB = {**settings.CONFAB, "HISTORY_PAGE_MESSAGES": 10}
     await sync_to_async(_exchange)(conversation, alice, 30)
     b, state = await connect(bob, conversation.pk)
-    assert len(state["messages"]) <= 10 and state["before"] is not None
+    assert len(state["messages"]) <= 11 and state["before"] is not None  # 10, or 11 to reach
+    # back from a results message to its calls
     assert state["messages"][-1]["content"][0]["text"] == "answer 29"
     pages = await _pages(b, state)
     for page in pages:
@@ -123,3 +124,71 @@ async def test_a_reconnect_that_missed_too_much_gets_a_fresh_state(
     assert [m["id"] for m in fresh["messages"]] == [m["id"] for m in state["messages"]]
     for client in (near, far):
         await client.close()
+
+
+def _big_results(conversation: Conversation, alice: User) -> None:
+    """Alice asks; the agent calls two tools whose results are ~29,000 characters each; then
+    three short turns."""
+    rows = [("user", [{"type": "text", "text": "run both"}]),
+            ("assistant", [{"type": "tool_use", "id": f"c{n}", "name": "Bash",
+                            "input": {"command": f"seq {n}"}} for n in (1, 2)]),
+            ("user", [{"type": "tool_result", "tool_use_id": f"c{n}", "content": "y" * 29_000,
+                       "is_error": False} for n in (1, 2)])]
+    rows += [("assistant", [{"type": "text", "text": f"tail {n}"}]) for n in range(3)]
+    Message.objects.bulk_create([
+        Message(conversation=conversation, role=role, position=i + 1, content=content,
+                author=alice if role == "user" else None,
+                author_name="Alice" if role == "user" else "")
+        for i, (role, content) in enumerate(rows)])
+
+
+async def test_a_huge_results_message_comes_in_the_page_of_its_calls(
+        alice: User, conversation) -> None:
+    await sync_to_async(_big_results)(conversation, alice)
+    a, state = await connect(alice, conversation.pk)
+    pages = await _pages(a, state)
+    for page in pages:
+        assert page[0]["content"][0]["type"] != "tool_result"
+    holding = [page for page in pages if any(b["type"] == "tool_result"
+                                             for m in page for b in m["content"])]
+    [page] = holding
+    assert any(b["type"] == "tool_use" for m in page for b in m["content"])
+    await a.close()
+
+
+async def test_the_budget_counts_what_the_socket_sends(alice: User, conversation,
+                                                       settings) -> None:
+    settings.CONFAB = {**settings.CONFAB, "HISTORY_PAGE_BYTES": 20_000}
+    await sync_to_async(_exchange)(conversation, alice, 20, pad=0)
+    await Message.objects.filter(conversation=conversation, role="user").aupdate(
+        content=[{"type": "text", "text": "🎉" * 1_000}])  # 12 bytes each on the wire
+    a, state = await connect(alice, conversation.pk)
+    assert len(json.dumps(state["messages"])) < 20_000 + 13_000
+    await a.close()
+
+
+async def test_a_cursor_of_a_pending_message_that_joined_the_history_goes_on_from_there(
+        alice: User, conversation, settings) -> None:
+    settings.CONFAB = {**settings.CONFAB, "HISTORY_PAGE_MESSAGES": 3}
+    await sync_to_async(_exchange)(conversation, alice, 2)
+    pending = [await Message.objects.acreate(
+        conversation=conversation, role="user", status="pending", author=alice,
+        author_name="Alice", content=[{"type": "text", "text": f"later {n}"}])
+        for n in range(4)]
+    a, state = await connect(alice, conversation.pk)
+    assert state["before"] == f"u{pending[1].pk}"
+    for offset, row in enumerate(pending):  # they join the history at the next step
+        await Message.objects.filter(pk=row.pk).aupdate(position=9 + offset, status="complete")
+    await a.send({"type": "history", "before": state["before"]})
+    page = await a.until(lambda f: f["type"] == "history")
+    seen = {m["id"] for m in state["messages"]}
+    assert not seen & {m["id"] for m in page["messages"]}  # nothing twice
+    assert [m["id"] for m in page["messages"]][-1] < pending[1].pk  # older, not newer
+    await a.close()
+
+
+async def test_a_cursor_with_a_trailing_newline_is_refused(alice: User, conversation) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "history", "before": "p1.1\n"})
+    assert (await a.until(lambda f: f["type"] == "error"))["code"] == "invalid"
+    await a.close()

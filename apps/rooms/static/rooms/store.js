@@ -176,7 +176,9 @@ export class Store {
     const uses = (blocks || []).filter((b) => b.type === "tool_use");
     const streamed = msg.calls.filter((c) => c.index !== -1);
     uses.forEach((block, i) => {
-      const call = streamed[i] || this._newCall(msg, null);
+      const known = block.id ? this.calls.get(block.id) : null;
+      const call = streamed[i] || (known && known.index === -1 && known.msg !== msg
+        ? this._moveCall(known, msg) : this._newCall(msg, null));
       call.name = block.name || call.name;
       if (block.id) {
         this._registerCall(call, block.id);
@@ -258,10 +260,12 @@ export class Store {
     // An older page (oldest first) goes before everything shown. A page asked for before a
     // fresh state frame replaced the store is stale: dropped.
     if (!this.loadingHistory) return;
-    const shown = new Set(this.placed);
+    const shown = new Set([...this.placed, ...this.pending]);
     for (const m of page.messages || []) this._addStored(m);
-    const older = this.placed.filter((m) => !shown.has(m));
-    this.placed = [...older, ...this.placed.filter((m) => shown.has(m))];
+    const older = (list) => list.filter((m) => !shown.has(m));
+    const known = (list) => list.filter((m) => shown.has(m));
+    this.placed = [...older(this.placed), ...known(this.placed)];
+    this.pending = [...older(this.pending), ...known(this.pending)];
     for (const change of page.wiki_changes || []) this._wikiChange(change);
     this.before = page.before || null;
     this.loadingHistory = false;
@@ -317,6 +321,19 @@ export class Store {
     call.name = (name || call.name) + (parentId ? " (sub-agent)" : "");
     call.status = "ready";
     this._registerCall(call, id);
+    return call;
+  }
+
+  _moveCall(call, msg) {
+    // A call first seen without its message (its result or wait arrived before the page that
+    // holds it): it moves to that message, keeping what it knows.
+    call.msg.calls = call.msg.calls.filter((c) => c !== call);
+    this.touch(call.msg);
+    if (!call.msg.calls.length && call.msg.role === "tool") this._drop(call.msg);
+    call.msg = msg;
+    call.index = null; // a stored call now, like its neighbours
+    msg.calls.push(call);
+    this.touch(msg);
     return call;
   }
 
