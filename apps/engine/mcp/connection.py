@@ -20,10 +20,11 @@ result waits for that refresh before it returns, so the next model call offers t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -42,9 +43,9 @@ from apps.engine.errors import ToolError
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.transport import StdioLaunch, open_transport, stdio_launch
 from apps.engine.tools.net import NetworkPolicy, Resolver, UrlRefused
-from apps.engine.tools.sandbox import SandboxStatus
+from apps.engine.tools.sandbox import SandboxStatus, resolve_status
 
-__all__ = ["CLOSE_TIMEOUT_S", "ConnectionState", "ServerConnection"]
+__all__ = ["CLOSE_TIMEOUT_S", "ConnectionState", "ServerConnection", "sandbox_status"]
 
 logger = logging.getLogger(__name__)
 
@@ -252,6 +253,24 @@ class ServerConnection:
             if not self._dirty.is_set():
                 self._settled.set()
 
+    async def check(self, timeout_s: float) -> bool:
+        """Whether the server still answers: a ``tools/list`` within ``timeout_s`` seconds
+        (``ping`` is gone as of protocol 2026-07-28, and a listing works in every era). A
+        listing that changed meanwhile updates the tools as a ``list_changed`` would."""
+        client = self._client
+        if client is None or self.state != "connected":
+            return False
+        try:
+            with anyio.fail_after(timeout_s):
+                listing = await self._list_tools(client)
+        except Exception as exc:
+            logger.info("MCP server %r failed its health check: %r", self.name, exc)
+            return False
+        if listing != self.listing:
+            self.listing = listing
+            await self._on_tools_changed(self)
+        return True
+
     async def settled(self) -> None:
         """Wait (at most ``connect_timeout_s``) for a tool list refresh in progress."""
         with anyio.move_on_after(self.spec.connect_timeout_s):
@@ -299,6 +318,14 @@ class ServerConnection:
         self.state, self.detail = "lost", f"lost ({why})"
         await self._warn(f"MCP server '{self.name}' stopped answering ({why}); its tools fail "
                          "for the rest of this run.")
+
+
+async def sandbox_status(specs: Iterable[McpServerSpec], setting: str) -> SandboxStatus:
+    """How the stdio servers among ``specs`` run under the host's ``setting`` ("auto", "off")."""
+    if not any(spec.transport == "stdio" and spec.sandbox for spec in specs):
+        return SandboxStatus(False, "not sandboxed: no stdio server asks for it")
+    # The first probe starts a real sandbox (up to 10 s), then it is cached per binary.
+    return await asyncio.to_thread(resolve_status, setting)
 
 
 def _secret_values(spec: McpServerSpec) -> list[str]:

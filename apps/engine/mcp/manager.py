@@ -16,6 +16,8 @@ One manager per run (DESIGN 2.7)::
 - Leaving closes every connection (stdio processes end and are reaped, with their pipes and
   temporary directories; HTTP sessions are terminated) and unregisters the tools. Leaving waits
   for that even when the leaving task is cancelled, then re-raises the cancellation.
+- With a ``pool`` (:mod:`.pool`) and a ``keys`` entry per spec, the connections are the pool's
+  instead: entering takes them (warm ones at once), leaving gives them back open.
 
 The servers live in a supervisor task of their own holding an anyio task group, so the host's
 task (a Channels consumer or the run worker) is never inside an anyio cancel scope of ours.
@@ -38,11 +40,12 @@ from jsonschema import SchemaError
 from apps.engine.events import WarningEvent
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
-from apps.engine.mcp.connection import ConnectionState, ServerConnection
+from apps.engine.mcp.connection import ConnectionState, ServerConnection, sandbox_status
+from apps.engine.mcp.pool import McpPool, ServerKey
 from apps.engine.tools.base import Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.registry import ToolRegistry
-from apps.engine.tools.sandbox import SandboxStatus, resolve_status
+from apps.engine.tools.sandbox import SandboxStatus
 
 __all__ = ["McpManager", "McpToolInfo", "ServerStatus", "WarningSink", "probe_server"]
 
@@ -87,14 +90,20 @@ class McpManager:
     ``allow_private_network`` / ``allowed_networks``: the SSRF policy for HTTP servers (the host
     settings WebFetch obeys; see :mod:`apps.engine.tools.net`); ``sandbox``: the host setting
     for stdio servers ("auto": bubblewrap when it works; "off"); ``resolver``: DNS for the guard
-    (tests); ``client_name``/``client_version``: how confab introduces itself to servers.
+    (tests); ``client_name``/``client_version``: how confab introduces itself to servers;
+    ``pool`` and ``keys`` (one per spec): take the connections from a worker's pool (its own
+    network, sandbox and client settings apply then). Raises ValueError when ``keys`` does not
+    match ``specs``.
     """
 
     def __init__(self, specs: Sequence[McpServerSpec], *, registry: ToolRegistry | None = None,
                  allow_private_network: bool = False, allowed_networks: Iterable[str] = (),
                  sandbox: str = "auto", on_warning: WarningSink | None = None,
                  resolver: Resolver | None = None, client_name: str = "confab",
-                 client_version: str = "0.1.0") -> None:
+                 client_version: str = "0.1.0", pool: McpPool | None = None,
+                 keys: Sequence[ServerKey] = ()) -> None:
+        if pool is not None and len(keys) != len(specs):
+            raise ValueError("a pooled McpManager needs one key per spec")
         self.registry = registry if registry is not None else ToolRegistry()
         self.warnings: list[WarningEvent] = []
         self._on_warning = on_warning
@@ -104,22 +113,25 @@ class McpManager:
         self._registered = anyio.Event()
         self._ready = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
+        self._pool = pool
+        self._pooled = list(zip(keys, specs, strict=True)) if pool is not None else []
+        self._entered = False
         policy = NetworkPolicy.build(allow_private_network=allow_private_network,
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
-        self._connections = [
+        self._connections = [] if pool is not None else [
             ServerConnection(key, spec, client_info=info, policy=policy, resolver=resolver,
                              warn=self._warn, on_tools_changed=self._tools_changed)
             for key, spec in enumerate(specs)]
+        self._positions = {c: position for position, c in enumerate(self._connections)}
 
     # -- lifetime -----------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
-        if self._supervisor is not None:
+        if self._entered:
             raise RuntimeError("an McpManager is entered once")
-        sandbox = await self._sandbox_status()
-        self._supervisor = asyncio.create_task(self._supervise(sandbox), name="mcp-servers")
+        self._entered = True
         try:
-            await self._ready.wait()
+            await self._connect()
             for connection in self._connections:
                 if connection.state == "connected":
                     await self._register(connection)
@@ -136,11 +148,16 @@ class McpManager:
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self._close()
 
-    async def _sandbox_status(self) -> SandboxStatus:
-        if not any(c.spec.transport == "stdio" and c.spec.sandbox for c in self._connections):
-            return SandboxStatus(False, "not sandboxed: no stdio server asks for it")
-        # The first probe starts a real sandbox (up to 10 s), then it is cached per binary.
-        return await asyncio.to_thread(resolve_status, self._sandbox_setting)
+    async def _connect(self) -> None:
+        """Take the pool's connections, or start this run's own in a supervisor task."""
+        if self._pool is not None:
+            self._connections = await self._pool.acquire(self._pooled, self)
+            self._positions = {c: position for position, c in enumerate(self._connections)}
+            return
+        sandbox = await sandbox_status((c.spec for c in self._connections),
+                                       self._sandbox_setting)
+        self._supervisor = asyncio.create_task(self._supervise(sandbox), name="mcp-servers")
+        await self._ready.wait()
 
     async def _supervise(self, sandbox: SandboxStatus) -> None:
         try:
@@ -154,7 +171,12 @@ class McpManager:
             self._ready.set()
 
     async def _close(self) -> None:
-        """Stop every connection and wait until they are closed, even if cancelled meanwhile."""
+        """Stop every connection and wait until they are closed, even if cancelled meanwhile
+        (pooled ones go back to the pool open)."""
+        if self._pool is not None:
+            await self._pool.release(self._connections, self)
+            self._unregister_all()
+            return
         for connection in self._connections:
             connection.stop()
         cancelled = False
@@ -174,13 +196,14 @@ class McpManager:
     async def _register(self, connection: ServerConnection) -> None:
         """Make the registry hold exactly ``connection``'s current allowed tools."""
         spec = connection.spec
-        old = self._tools.get(connection.key, {})
+        position = self._positions[connection]
+        old = self._tools.get(position, {})
         new: dict[str, McpTool] = {}
         problems: list[str] = []
         for listed in connection.listing:
             if not spec.allows(listed.name) or listed.name in new:
                 continue
-            name = self._namer.name(connection.key, spec.name, listed.name)
+            name = self._namer.name(position, spec.name, listed.name)
             new[listed.name] = McpTool(
                 tool_spec(name, spec.name, listed, call_timeout_s=spec.call_timeout_s),
                 connection, listed.name)
@@ -197,12 +220,21 @@ class McpManager:
             except (ValueError, SchemaError) as exc:
                 del new[mcp_name]
                 problems.append(f"{mcp_name} ({str(exc).splitlines()[0]})")
-        self._tools[connection.key] = new
+        self._tools[position] = new
         if problems:
             await self._warn(f"MCP server '{spec.name}': tools left out: {'; '.join(problems)}.")
 
     async def _tools_changed(self, connection: ServerConnection) -> None:
         await self._register(connection)
+
+    async def tools_changed(self, connection: ServerConnection) -> None:
+        """A pooled connection of this run listed new tools: update the registry."""
+        if connection in self._positions and self._registered.is_set():
+            await self._register(connection)
+
+    async def warn(self, message: str) -> None:
+        """A pooled connection of this run has a problem to tell its room."""
+        await self._warn(message)
 
     def _unregister(self, tool: McpTool) -> None:
         if self.registry.get(tool.spec.name) is tool:
@@ -237,7 +269,7 @@ class McpManager:
         return [self._status(connection) for connection in self._connections]
 
     def _status(self, connection: ServerConnection) -> ServerStatus:
-        registered = self._tools.get(connection.key, {})
+        registered = self._tools.get(self._positions[connection], {})
         infos = []
         for listed in connection.listing:
             spec = tool_spec("-", connection.name, listed, call_timeout_s=1.0)
