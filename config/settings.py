@@ -248,6 +248,10 @@ CONFAB = {
     # Tools
     "ALLOW_PRIVATE_NETWORK": env_bool("CONFAB_ALLOW_PRIVATE_NETWORK", False),
     "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),
+    # MCP servers stay open between runs in each worker: closed after this many idle seconds;
+    # at most this many stdio server processes per worker (least recently used go first).
+    "MCP_IDLE_TIMEOUT_S": env_float("CONFAB_MCP_IDLE_TIMEOUT_S", 300.0),
+    "MCP_MAX_PROCESSES": env_int("CONFAB_MCP_MAX_PROCESSES", 16),
     # Rate limit on messages a person sends (per minute).
     "MESSAGES_PER_MINUTE": env_int("CONFAB_MESSAGES_PER_MINUTE", 30),
     # Sign-in throttle: failures allowed per username and address, per address alone, and

@@ -2,25 +2,28 @@
 
 A server that needs a sign-in gets the run's access token as its ``Authorization`` header
 (:func:`apps.integrations.mcp_oauth.run_access_token`: the team's, or the run starter's own);
-without one it is left out of the run with a notice that links the sign-in page."""
+without one it is left out of the run with a notice that links the sign-in page. Each spec
+has its key in the worker's MCP pool (:func:`mcp_pool_servers`): a person-scoped server's
+connection is the person's own, so another member's run never reuses it."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from typing import cast
 
 import httpx2
 
 from apps.accounts.models import Team, User
 from apps.engine.events import WarningEvent
-from apps.engine.mcp import McpServerSpec
+from apps.engine.mcp import McpServerSpec, ServerKey
 from apps.engine.mcp import McpTransport as EngineTransport
 from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_oauth import NotSignedIn, run_access_token, sign_in_path
 from apps.integrations.mcp_selectors import team_mcp_servers
-from apps.integrations.models import McpServerConfig, McpTransport
+from apps.integrations.models import McpServerConfig, McpSignIn, McpTransport
 
-__all__ = ["mcp_spec", "mcp_specs"]
+__all__ = ["mcp_pool_servers", "mcp_principal", "mcp_spec", "mcp_specs"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +57,31 @@ def mcp_specs(team: Team, *, user: User | None = None,
     enabled servers and the catalog entries it enabled). A row that cannot become a spec, or a
     server nobody signed in to for this run, is left out and described in ``problems`` (when
     given) so the run can show a warning."""
-    specs: list[McpServerSpec] = []
+    return [spec for _, spec in _usable(team, user, problems)]
+
+
+def mcp_principal(server: McpServerConfig, user: User | None) -> Hashable | None:
+    """Whose sign-in a connection to ``server`` carries for a run started by ``user``: that
+    person's for a person-scoped server (each person gets connections of their own in the
+    pool), None for the rest (one connection per team)."""
+    return user.pk if server.sign_in == McpSignIn.PERSON and user is not None else None
+
+
+def mcp_pool_servers(team: Team, user: User | None = None, *,
+                     problems: list[WarningEvent] | None = None
+                     ) -> list[tuple[ServerKey, McpServerSpec]]:
+    """:func:`mcp_specs` with each server's pool key: (team, row, :func:`mcp_principal`)."""
+    return [(ServerKey(team=team.pk, server=server.pk, principal=mcp_principal(server, user)),
+             spec) for server, spec in _usable(team, user, problems)]
+
+
+def _usable(team: Team, user: User | None, problems: list[WarningEvent] | None
+            ) -> list[tuple[McpServerConfig, McpServerSpec]]:
+    specs: list[tuple[McpServerConfig, McpServerSpec]] = []
     for server in team_mcp_servers(team):
         try:
             token = run_access_token(server, team, user) if server.needs_sign_in else None
-            specs.append(mcp_spec(server, access_token=token))
+            specs.append((server, mcp_spec(server, access_token=token)))
         except NotSignedIn as missing:
             if problems is not None:
                 problems.append(_sign_in_notice(team, missing))

@@ -2,8 +2,9 @@
 
 The host loads what the run needs (history, team policy, model, MCP servers, the team wiki: its
 port for the wiki tools, its read-only ``wiki/`` mount and the system prompt's wiki section,
-:mod:`apps.rooms.wiki`), connects the team's MCP servers (their tools join the run's registry;
-one that fails is a ``warning`` event and the run goes on), says in a ``warning`` when Bash
+:mod:`apps.rooms.wiki`), takes the team's MCP servers from the worker's warm pool (their tools
+join the run's registry; one that fails is a ``warning`` event and the run goes on; Stop cancels
+the run's calls and gives the servers back open), says in a ``warning`` when Bash
 runs without the sandbox, runs the agent (or, for a ``compact`` run, only compacts the history:
 no model turn, no MCP servers), feeds every runtime event to the projector (a sub-agent's
 ``wiki_changed`` is lifted to the top level), beats the heartbeat, sends the log's high-water
@@ -30,7 +31,7 @@ from apps.common.errors import ApplicationError
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
 from apps.engine.compaction.session_memory import SessionMemory, SessionMemoryState
 from apps.engine.events import ErrorEvent, RunEnded, SubagentEvent, WarningEvent, WikiChanged
-from apps.engine.mcp import McpManager, McpServerSpec
+from apps.engine.mcp import McpManager, McpServerSpec, ServerKey
 from apps.engine.messages import Message as EngineMessage
 from apps.engine.providers.base import ProviderSettings
 from apps.engine.runtime.runner import AgentRunner, RunConfig
@@ -45,7 +46,8 @@ from apps.integrations.builders import (
     provider_settings,
     run_settings,
 )
-from apps.integrations.mcp_builders import mcp_specs
+from apps.integrations.mcp_builders import mcp_pool_servers
+from apps.integrations.mcp_pool import mcp_pools
 from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_release_before, notes_settle
 from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
@@ -80,7 +82,7 @@ class _Setup:
     provider: ProviderSettings
     context_window: int
     max_output: int
-    mcp_servers: list[McpServerSpec] = field(default_factory=list)
+    mcp_servers: list[tuple[ServerKey, McpServerSpec]] = field(default_factory=list)
     mcp_problems: list[WarningEvent] = field(default_factory=list)  # servers left out
     wiki: RunWiki | None = None
 
@@ -179,7 +181,7 @@ class RunHost:
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
         Run.objects.filter(pk=run.pk).update(model=params["model"])
         mcp_problems: list[WarningEvent] = []
-        mcp_servers = (mcp_specs(team, user=run.started_by, problems=mcp_problems)
+        mcp_servers = (mcp_pool_servers(team, run.started_by, problems=mcp_problems)
                        if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
@@ -233,9 +235,9 @@ class RunHost:
         if self._stop_requested:
             runner.cancel()
         self._compaction, self._memory = compaction, memory
-        mcp = McpManager(setup.mcp_servers, registry=tools,
-                         allow_private_network=conf["ALLOW_PRIVATE_NETWORK"],
-                         sandbox=conf["SANDBOX"], on_warning=projector.handle)
+        mcp = McpManager([spec for _, spec in setup.mcp_servers], registry=tools,
+                         keys=[key for key, _ in setup.mcp_servers], pool=mcp_pools.get(),
+                         on_warning=projector.handle)
         async with AsyncExitStack() as servers:
             async with self._beating():  # starting servers may take their connect timeouts
                 await servers.enter_async_context(mcp)

@@ -16,6 +16,7 @@ from channels.testing import WebsocketCommunicator
 from apps.accounts.models import Team, User
 from apps.integrations.builders import provider_pool
 from apps.integrations.demo import ensure_demo_models
+from apps.integrations.mcp_pool import mcp_pools
 from apps.rooms.embedded import start_embedded_worker
 from apps.rooms.models import Conversation, Room
 from config.asgi import application
@@ -55,12 +56,14 @@ async def model(acme: Team, model_requests: list[dict[str, Any]]) -> AsyncIterat
 
 @pytest.fixture
 async def worker(model: str) -> AsyncIterator[None]:
-    """The ``agent-runs`` worker, embedded in the test's event loop."""
+    """The ``agent-runs`` worker, embedded in the test's event loop; its MCP pool is closed
+    at the end, as at a worker's shutdown."""
     tasks = start_embedded_worker(application)
     yield
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await mcp_pools.aclose_all()
 
 
 class Client:

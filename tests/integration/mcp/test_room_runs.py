@@ -14,6 +14,7 @@ from django.test import Client
 
 from apps.accounts.models import Team, User
 from apps.integrations.demo import ensure_demo_models
+from apps.integrations.mcp_pool import mcp_pools
 from apps.integrations.models import McpServerConfig
 from apps.rooms.models import Conversation, ConversationEvent, Room
 from tests.consumers.conftest import (  # noqa: F401  (fixtures)
@@ -51,6 +52,13 @@ def tool_results(transcript: dict) -> list[dict]:
             if block.get("type") == "tool_result"]
 
 
+def time_server_pids() -> set[int]:
+    """One pid per running mcp-server-time: the root of its tree (its supervisor)."""
+    found = processes_running("mcp_server_time")
+    pids = {p.pid for p in found}
+    return {p.pid for p in found if p.ppid() not in pids}
+
+
 async def test_the_model_calls_an_mcp_tool_and_every_watcher_sees_the_result(
         acme: Team, alice: User, bob: User, carol: User, conversation: Conversation,  # noqa: F811
         worker: None) -> None:  # noqa: F811
@@ -67,7 +75,7 @@ async def test_the_model_calls_an_mcp_tool_and_every_watcher_sees_the_result(
     for w in watchers:
         assert (await w.until_event("run_ended"))["status"] == "completed"
     assert not any(f["event"]["kind"] == "warning" for w in watchers for f in w.events)
-    assert processes_running("mcp_server_time") == []  # the run's server is gone with it
+    assert len(time_server_pids()) == 1  # warm in the worker's pool
     transcript = await export(alice, conversation.pk)
     [exported] = tool_results(transcript)
     assert exported["name"] == "mcp__time__get_current_time"
@@ -75,6 +83,35 @@ async def test_the_model_calls_an_mcp_tool_and_every_watcher_sees_the_result(
     assert ENV_SECRET not in json.dumps(transcript)
     for w in watchers:
         await w.close()
+
+
+async def test_the_next_run_uses_the_warm_server_until_its_configuration_changes(
+        acme: Team, alice: User, conversation: Conversation,  # noqa: F811
+        worker: None) -> None:  # noqa: F811
+    row = await sync_to_async(time_server)(acme)
+    a, _ = await connect(alice, conversation.pk)
+
+    async def one_run(client_id: str) -> set[int]:
+        await a.send({"type": "send", "client_id": client_id,
+                      "text": script(CALL_TIME, {"text": "ok"})})
+        result = await a.until_event("tool_result")
+        assert not result["result"]["is_error"]
+        assert (await a.until_event("run_ended"))["status"] == "completed"
+        return time_server_pids()
+
+    first = await one_run("m1")
+    assert len(first) == 1
+    assert await one_run("m2") == first  # no new process for the second run
+    row.set_secrets(env={"TIME_API_KEY": "a-new-secret-value"})
+    await row.asave()
+    await mcp_pools.get().drain()
+    third = await one_run("m3")
+    assert len(third) == 1 and third != first  # the changed configuration: started again
+    await mcp_pools.get().drain()
+    assert time_server_pids() == third  # the old one is closed, not left behind
+    await mcp_pools.aclose_all()
+    assert processes_running("mcp_server_time") == []
+    await a.close()
 
 
 async def test_a_server_that_fails_to_start_is_a_warning_and_the_run_goes_on(
