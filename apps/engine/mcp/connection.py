@@ -1,4 +1,4 @@
-"""One MCP server's connection for one run: started, served and closed by one owner task.
+"""One MCP server's connection (a run's or a pool's): started, served and closed by its owner task.
 
 The SDK's transports and sessions are anyio task groups and cancel scopes, which must be entered
 and left by the same task; so each server gets an owner task (:meth:`ServerConnection.run`) that
@@ -60,17 +60,16 @@ ToolsChanged = Callable[["ServerConnection"], Awaitable[None]]
 
 
 class ServerConnection:
-    """The connection to ``spec``'s server (``key``: its position in the run's list).
+    """The connection to ``spec``'s server, for one run or for a worker's pool.
 
     ``state`` and ``detail`` (a sentence for people), ``listing`` (every tool the server listed
     last), ``protocol_version`` and ``sandbox_note`` once known. ``on_tools_changed`` is awaited
     after each refreshed listing, ``warn`` with each problem found while serving.
     """
 
-    def __init__(self, key: int, spec: McpServerSpec, *, client_info: types.Implementation,
+    def __init__(self, spec: McpServerSpec, *, client_info: types.Implementation,
                  policy: NetworkPolicy, resolver: Resolver | None, warn: Warn,
                  on_tools_changed: ToolsChanged) -> None:
-        self.key = key
         self.spec = spec
         self.name = spec.name
         self.state: ConnectionState = "connecting"

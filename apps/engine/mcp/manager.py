@@ -120,9 +120,9 @@ class McpManager:
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
         self._connections = [] if pool is not None else [
-            ServerConnection(key, spec, client_info=info, policy=policy, resolver=resolver,
+            ServerConnection(spec, client_info=info, policy=policy, resolver=resolver,
                              warn=self._warn, on_tools_changed=self._tools_changed)
-            for key, spec in enumerate(specs)]
+            for spec in specs]
         self._positions = {c: position for position, c in enumerate(self._connections)}
 
     # -- lifetime -----------------------------------------------------------------------------

@@ -200,12 +200,13 @@ class McpPool:
         pooled = spec.transport != "stdio" or self._make_room()
         entry = _Entry(key, spec, pooled=pooled)
         entry.connection = ServerConnection(
-            0, spec, client_info=self._info, policy=self._policy, resolver=self._resolver,
+            spec, client_info=self._info, policy=self._policy, resolver=self._resolver,
             warn=entry.warn, on_tools_changed=entry.tools_changed)
         registered = anyio.Event()
         registered.set()  # each run registers the listing it finds; later ones fan out
         entry.task = asyncio.create_task(entry.connection.run(sandbox, registered),
                                          name=f"mcp-server:{spec.name}")
+        entry.task.add_done_callback(lambda _: self._forget(entry))  # it ended by itself
         self._owners[entry.connection] = entry
         if pooled:
             self._entries[key] = entry

@@ -138,6 +138,20 @@ async def test_stop_cancels_the_runs_call_not_the_pooled_server(
     assert server_pids(marker) == started
 
 
+async def test_a_server_that_died_while_idle_is_started_again(
+        pool: McpPool, marker: str, tmp_path: Path) -> None:
+    spec = helper_spec(marker)
+    async with run(pool, (ACME, spec)):
+        [dead] = server_pids(marker)
+    os.kill(dead, signal.SIGKILL)
+    await wait_until(lambda: running(marker=marker) == [],  # its supervisor ends the helpers
+                     what="the server's tree to end")
+    async with run(pool, (ACME, spec)) as mcp:
+        assert (await call(mcp.registry, "mcp__py__echo", tmp_path, text="z")).content == \
+            "echo: z"
+        assert len(server_pids(marker) - {dead}) == 1
+
+
 async def test_a_changed_configuration_starts_the_server_again(
         pool: McpPool, marker: str, tmp_path: Path) -> None:
     async with run(pool, (ACME, helper_spec(marker, env={"TOKEN": "old-token"}))):
