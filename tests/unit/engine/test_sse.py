@@ -10,7 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.engine.providers.sse import SSEDecoder, SSEEvent, aiter_sse, iter_sse
+from apps.engine.providers.sse import (
+    LINES_AFTER_BYTES,
+    SSEDecoder,
+    SSEEvent,
+    aiter_sse,
+    iter_sse,
+)
 from tests.conftest import FIXTURES
 
 
@@ -135,6 +141,44 @@ def test_feed_alone_never_dispatches_an_unterminated_event() -> None:
     decoder = SSEDecoder()
     assert decoder.feed(b"data: a\n") == []
     assert decoder.close() == [SSEEvent(data="a")]
+
+
+# -- how the decoder reads (its fast paths must follow the same rules) ---------------------------
+
+
+def test_an_event_longer_than_the_line_threshold_decodes_the_same_in_any_reads() -> None:
+    lines = b"".join(b"data: %d\n" % i for i in range(LINES_AFTER_BYTES // 4))
+    stream = b"id: 7\n" + lines + b"event: big\n\ndata: after\n\n"
+    whole = decode(stream)
+    assert [(e.event, e.id) for e in whole] == [("big", "7"), ("message", "7")]
+    assert whole[0].data.count("\n") == LINES_AFTER_BYTES // 4 - 1
+    for size in (1000, 4096, 65536):
+        assert decode(*[stream[i : i + size] for i in range(0, len(stream), size)]) == whole
+
+
+def test_comment_lines_past_the_threshold_then_an_event() -> None:
+    stream = b": keep-alive\n" * (LINES_AFTER_BYTES // 8) + b"event: x\ndata: y\n\n"
+    assert [(e.event, e.data) for e in decode(*[stream[i : i + 512]
+                                                for i in range(0, len(stream), 512)])] == \
+        [("x", "y")]
+
+
+@pytest.mark.parametrize("stream", [
+    b"event: a\ndata: 1\n\ndata: 2\n\nevent:\ndata:3\n\n",  # the two shapes, empty type
+    b"event: a\ndata: 1\ndata: 2\n\nevent: b\nid: 9\ndata: 3\n\n",  # not the shapes
+    b"data: 1\n\n\n\n\ndata: 2\n\n\n",  # blank lines after blank lines
+    b"\n\ndata: 1\n\n",  # a blank line first
+], ids=["shapes", "other-shapes", "blank-runs", "blank-first"])
+def test_one_read_per_event_and_one_read_for_all_give_the_same_events(stream: bytes) -> None:
+    per_event = [part + b"\n\n" for part in stream.split(b"\n\n")[:-1]]
+    assert decode(*per_event) == decode(stream) == decode(*[stream[i : i + 1]
+                                                             for i in range(len(stream))])
+
+
+def test_a_crlf_split_across_reads_after_plain_reads_is_still_one_terminator() -> None:
+    # The LF only belongs to the CR when nothing came between them.
+    assert datas(b"data: A\r", b"", b"\ndata: B\r\n\r\n") == ["A\nB"]
+    assert datas(b"data: A\r", b"data: B", b"\n\n") == ["A\nB"]
 
 
 # -- UTF-8 --------------------------------------------------------------------------------------
