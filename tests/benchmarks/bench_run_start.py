@@ -180,7 +180,7 @@ async def main(runs: int) -> None:
     with_mcp = await sync_to_async(setup_team)("mcp", origin, mcp=True)
     workers = start_embedded_worker(application)
     try:
-        print(f"send -> first text_delta minus the model's time to first byte; model streams "
+        print(f"send -> first text_delta minus the model's time to first text; model streams "
               f"{RATE:g} tokens/s; load average {os.getloadavg()[0]:.2f}")
         await case("warm-up", *plain, model, 3, cold=True)
         base = await case("no MCP server", *plain, model, runs, cold=True)
