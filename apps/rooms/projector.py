@@ -4,8 +4,9 @@ Every event is stored with its ``seq`` before it is broadcast. Deltas (text, rea
 arguments) are coalesced first — up to ``coalesce_ms`` or ``coalesce_bytes`` per message, the
 server-side twin of the browser's per-frame rendering — so the channel layer carries a few
 messages per second per stream instead of one per token; anything else flushes them first, so
-order is kept. Each flush also checkpoints the message being written, so a client connecting
-mid-stream sees the text so far.
+order is kept. A message's first delta is not held back: it is what tells the room the agent
+has started answering (issue 22: send -> first ``text_delta``). Each flush also checkpoints
+the message being written, so a client connecting mid-stream sees the text so far.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class Projector:
         self._buffered_bytes = 0
         self._since = 0.0
         self._drafts: dict[str, _Draft] = {}
+        self._started: set[str] = set()  # messages whose first delta has gone out
         self._last_assistant: int | None = None
         self._lock = asyncio.Lock()
         self.stored = 0  # events stored, for tests and benchmarks
@@ -96,8 +98,10 @@ class Projector:
         """Store (and broadcast) one runtime event, coalescing deltas."""
         async with self._lock:
             if isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta):
+                first = event.message_id not in self._started
+                self._started.add(event.message_id)
                 self._add(event)
-                if self._due():
+                if first or self._due():
                     await self._flush()
                 return
             await self._flush()
