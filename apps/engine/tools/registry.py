@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -12,6 +13,11 @@ from apps.engine.providers import tool_param
 from apps.engine.tools.base import Tool, ToolCategory
 
 __all__ = ["ToolRegistry"]
+
+_CHECKED_MAX = 4096
+_checked: set[str] = set()
+"""Schemas (canonical JSON) already found valid in this process: every run registers the same
+built-in and warm MCP tools, and ``check_schema`` costs about a millisecond each."""
 
 
 class ToolRegistry:
@@ -33,7 +39,7 @@ class ToolRegistry:
         name = tool.spec.name
         if name in self._tools:
             raise ValueError(f"a tool named {name!r} is already registered")
-        Draft202012Validator.check_schema(tool.spec.parameters)
+        _check_schema(tool.spec.parameters)
         self._tools[name] = tool
         self._validators[name] = Draft202012Validator(tool.spec.parameters)
 
@@ -93,3 +99,17 @@ class ToolRegistry:
 def _where(path: Any) -> str:
     parts = list(path)
     return "arguments" + "".join(f"[{p!r}]" for p in parts) if parts else "arguments"
+
+
+def _check_schema(schema: dict[str, Any]) -> None:
+    """``Draft202012Validator.check_schema`` once per distinct valid schema (SchemaError)."""
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):  # not plain JSON: check it every time
+        Draft202012Validator.check_schema(schema)
+        return
+    if key in _checked:
+        return
+    Draft202012Validator.check_schema(schema)
+    if len(_checked) < _CHECKED_MAX:
+        _checked.add(key)

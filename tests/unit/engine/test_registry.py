@@ -42,6 +42,23 @@ def test_an_invalid_schema_is_refused_at_registration() -> None:
         ToolRegistry([Broken()])
 
 
+def test_a_broken_schema_is_refused_on_every_registration() -> None:
+    # Valid schemas are checked once per process (the registry remembers them); a broken one
+    # must never be remembered, also next to a valid one of the same shape.
+    class Valid(BaseTool):
+        spec = ToolSpec(name="Valid", description="x",
+                        parameters={"type": "object", "properties": {"n": {"type": "integer"}}})
+
+    class Broken(BaseTool):
+        spec = ToolSpec(name="Broken", description="x",
+                        parameters={"type": "object", "properties": {"n": {"type": 7}}})
+
+    for _ in range(2):
+        assert "Valid" in ToolRegistry([Valid()])
+        with pytest.raises(SchemaError):
+            ToolRegistry([Broken()])
+
+
 def test_validation_explains_every_problem() -> None:
     registry = ToolRegistry([Probe()])
     assert registry.validate("Probe", {"path": "a"}) is None
