@@ -144,6 +144,11 @@ class McpPool:
         self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
 
+    @property
+    def keys(self) -> frozenset[ServerKey]:
+        """The keys of the servers the pool holds now."""
+        return frozenset(self._entries)
+
     # -- runs ---------------------------------------------------------------------------------
     async def acquire(self, servers: Sequence[tuple[ServerKey, McpServerSpec]],
                       listener: PoolListener) -> list[ServerConnection]:

@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client as HttpClient
 
 from apps.accounts.models import Team, User
+from apps.integrations.mcp_pool import mcp_pools
 from apps.integrations.models import McpOAuthConnection, McpSignIn
 from apps.rooms.models import Conversation
 from tests.consumers.conftest import (  # noqa: F401  (fixtures)
@@ -68,6 +69,21 @@ async def test_each_persons_run_uses_their_own_sign_in(
     assert seen["tool_result"]["result"]["content"] == "signed in as remote-bob"
     events = json.dumps([e async for e in conversation.events.values_list("payload", flat=True)])
     assert alices.access_token not in events and alices.refresh_token not in events
+
+
+async def test_the_pool_keeps_each_persons_connection_apart(
+        acme: Team, alice: User, bob: User, conversation: Conversation,  # noqa: F811
+        worker: None, protected: Served) -> None:  # noqa: F811
+    url, state = protected
+    server = await sync_to_async(oauth_server)(acme, url)
+    await signed_in_as(acme, alice, server, state, "remote-alice")
+    await signed_in_as(acme, bob, server, state, "remote-bob")
+    for person, subject in ((alice, "remote-alice"), (bob, "remote-bob"),
+                            (alice, "remote-alice")):
+        seen = await whoami_run(person, conversation.pk)
+        assert seen["tool_result"]["result"]["content"] == f"signed in as {subject}"
+    keys = {key for key in mcp_pools.get().keys if key.server == server.pk}
+    assert {key.principal for key in keys} == {alice.pk, bob.pk}  # warm, one per person
 
 
 async def test_a_person_not_signed_in_gets_the_server_skipped_with_a_sign_in_link(
