@@ -4,6 +4,7 @@ server (SDK server-side auth, tests/services/oauth_mcp.py) answers whose token c
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from datetime import timedelta
@@ -14,8 +15,9 @@ from asgiref.sync import sync_to_async
 from django.test import Client as HttpClient
 
 from apps.accounts.models import Team, User
+from apps.integrations.mcp_builders import mcp_principal
 from apps.integrations.mcp_pool import mcp_pools
-from apps.integrations.models import McpOAuthConnection, McpSignIn
+from apps.integrations.models import McpOAuthConnection, McpServerConfig, McpSignIn
 from apps.rooms.models import Conversation
 from tests.consumers.conftest import (  # noqa: F401  (fixtures)
     connect,
@@ -31,6 +33,7 @@ from tests.services.oauth_mcp import AuthServerState
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("allow_loopback")]
 Served = tuple[str, AuthServerState]
+_sends = itertools.count()  # a new client_id per message: the same one is a resend
 WHOAMI = {"tool_call": {"name": "mcp__tracker__whoami", "arguments": {}}}
 
 
@@ -47,7 +50,7 @@ def signed_in_as(team: Team, user: User, server: Any, state: AuthServerState,
 async def whoami_run(person: User, conversation_id: int) -> dict[str, Any]:
     """``person`` starts a run that calls whoami; the frames it saw, by kind (last of each)."""
     client, _ = await connect(person, conversation_id)
-    await client.send({"type": "send", "client_id": f"m-{person.pk}",
+    await client.send({"type": "send", "client_id": f"m-{person.pk}-{next(_sends)}",
                        "text": script(WHOAMI, {"text": "done"})})
     ended = await client.until_event("run_ended")
     seen = {f["event"]["kind"]: f["event"] for f in client.events if "event" in f}
@@ -84,6 +87,14 @@ async def test_the_pool_keeps_each_persons_connection_apart(
         assert seen["tool_result"]["result"]["content"] == f"signed in as {subject}"
     keys = {key for key in mcp_pools.get().keys if key.server == server.pk}
     assert {key.principal for key in keys} == {alice.pk, bob.pk}  # warm, one per person
+
+
+def test_a_person_scoped_server_is_keyed_by_the_person(acme: Team, alice: User) -> None:
+    team_wide = McpServerConfig(team=acme, name="t", transport="streamable_http",
+                                url="https://t.example/mcp", sign_in=McpSignIn.TEAM)
+    personal = McpServerConfig(team=acme, name="p", transport="streamable_http",
+                               url="https://p.example/mcp", sign_in=McpSignIn.PERSON)
+    assert mcp_principal(team_wide, alice) is None and mcp_principal(personal, alice) == alice.pk
 
 
 async def test_a_person_not_signed_in_gets_the_server_skipped_with_a_sign_in_link(
