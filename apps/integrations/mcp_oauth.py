@@ -15,7 +15,8 @@ conformance client calls these functions); the views only pass requests in.
    the run starter's own for a person-scoped one (never another member's), refreshed when it
    expires within :data:`REFRESH_MARGIN`. :class:`NotSignedIn` when there is none.
 4. :func:`sign_out` revokes the grant at the server (RFC 7009, where it offers revocation) and
-   deletes the stored tokens.
+   deletes the stored tokens; :func:`forget_sign_ins` does the same, best effort, for sign-ins
+   that end because their server was deleted or its URL no longer matches them.
 
 Who may: a team-scoped server is signed in and out by the team's owners and admins; a
 person-scoped one by each member who may start runs (not viewers), for themselves. Another
@@ -25,8 +26,11 @@ the ``now`` argument (default: ``timezone.now()``), so tests move the clock.
 
 from __future__ import annotations
 
+import enum
 import hashlib
-from collections.abc import Mapping
+import logging
+import re
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -53,7 +57,13 @@ __all__ = [
     "FLOW_TTL",
     "REFRESH_MARGIN",
     "NotSignedIn",
+    "SignOut",
     "connection_for",
+    "drop_stale_sign_ins",
+    "forget_sign_ins",
+    "mark_sign_ins",
+    "normalized_url",
+    "personal_sign_ins",
     "run_access_token",
     "sign_in_path",
     "sign_in_server",
@@ -65,6 +75,8 @@ __all__ = [
 FLOW_TTL = timedelta(minutes=10)  # from the redirect to the callback
 REFRESH_MARGIN = timedelta(seconds=60)  # refresh a token that expires sooner than this
 CLIENT_NAME = "confab"
+
+logger = logging.getLogger(__name__)
 
 
 class NotSignedIn(Exception):
@@ -107,6 +119,26 @@ def connection_for(server: McpServerConfig, team: Team, user: User | None
     if user is None:
         return None
     return rows.filter(user=user).first()
+
+
+def personal_sign_ins(team: Team, user: User) -> list[McpServerConfig]:
+    """The person-scoped servers a run of ``team`` connects, each with ``sign_in_state``:
+    ``user``'s own sign-in or None (the members' sign-ins page). Empty for a viewer, who starts
+    no runs; ``not_found`` for a non-member."""
+    if not require_member(user, team).role_enum.can_write:
+        return []
+    return mark_sign_ins([s for s in team_mcp_servers(team) if s.sign_in == McpSignIn.PERSON],
+                         team, user)
+
+
+def mark_sign_ins(servers: list[McpServerConfig], team: Team, user: User
+                  ) -> list[McpServerConfig]:
+    """``servers``, each that needs a sign-in given ``sign_in_state``: the sign-in ``user``
+    sees for ``team`` (:func:`connection_for`: the team's, or their own), or None."""
+    for server in servers:
+        if server.needs_sign_in:
+            server.sign_in_state = connection_for(server, team, user)  # type: ignore[attr-defined]
+    return servers
 
 
 # -- the flow ----------------------------------------------------------------------------------
@@ -227,7 +259,7 @@ def run_access_token(server: McpServerConfig, team: Team, user: User | None, *,
     now = now or timezone.now()
     connection = connection_for(server, team, user)
     if connection is not None and not _same_resource(connection, server):
-        connection.delete()  # the URL changed: never send its token to another server
+        forget_sign_ins([connection])  # the URL changed: never send its token elsewhere
         connection = None
     if connection is None:
         raise NotSignedIn(server, for_team=server.sign_in == McpSignIn.TEAM)
@@ -258,11 +290,38 @@ def _fresh(connection: McpOAuthConnection, now: datetime) -> bool:
 
 
 def _same_resource(connection: McpOAuthConnection, server: McpServerConfig) -> bool:
-    """Whether the tokens were issued for the server's current URL (RFC 8707 resource)."""
+    """Whether the tokens were issued for the server's current URL (RFC 8707 resource), the
+    URL compared as normalized (:func:`normalized_url`): ``/mcp/../evil`` is not under
+    ``/mcp``."""
     resource = str(connection.authorization_server.get("resource", ""))
     return bool(resource) and check_resource_allowed(
-        requested_resource=resource_url_from_server_url(server.url),
+        requested_resource=resource_url_from_server_url(normalized_url(server.url)),
         configured_resource=resource)
+
+
+def normalized_url(url: str) -> str:
+    """``url`` as RFC 3986 section 6.2.2 normalizes it: percent-encoded unreserved characters
+    decoded (``%2e`` is ``.``; servers decode it too), then dot segments removed (section
+    5.2.4, httpx2's parser, which is what sends the requests) and scheme and host lowercased.
+    A URL httpx2 cannot parse comes back unchanged (it then matches no stored resource)."""
+    decoded = _UNRESERVED_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), url)
+    try:
+        return str(httpx2.URL(decoded))
+    except httpx2.InvalidURL:
+        return url
+
+
+# RFC 3986 2.3: ALPHA / DIGIT / "-" / "." / "_" / "~" (percent-encoded, any case)
+_UNRESERVED_ESCAPE = re.compile(
+    r"%(4[1-9A-Fa-f]|5[0-9Aa]|6[1-9A-Fa-f]|7[0-9Aa]|3[0-9]|2[Dd]|2[Ee]|5[Ff]|7[Ee])")
+
+
+def drop_stale_sign_ins(server: McpServerConfig) -> None:
+    """Forget (and revoke) the sign-ins of ``server`` whose resource no longer covers its URL,
+    e.g. after an owner changed the URL; see :func:`forget_sign_ins`."""
+    stale = [c for c in McpOAuthConnection.objects.filter(server=server)
+             if not _same_resource(c, server)]
+    forget_sign_ins(stale)
 
 
 async def _refresh(connection: McpOAuthConnection) -> OAuthToken:
@@ -272,21 +331,45 @@ async def _refresh(connection: McpOAuthConnection) -> OAuthToken:
         return await oauth.refresh(found, client_info, _stored_token(connection), client)
 
 
-def sign_out(*, team: Team, server_id: int, by: User) -> bool:
+class SignOut(enum.Enum):
+    """How :func:`sign_out` ended: the server confirmed the revocation (``REVOKED``), it offers
+    none or did not confirm (``FORGOTTEN``: the tokens are deleted here all the same), or there
+    was no sign-in to end (``NOT_SIGNED_IN``: a second tab, a double click)."""
+
+    REVOKED = "revoked"
+    FORGOTTEN = "forgotten"
+    NOT_SIGNED_IN = "not_signed_in"
+
+
+def sign_out(*, team: Team, server_id: int, by: User) -> SignOut:
     """End the sign-in ``by`` may end (the team's, or their own): revoke it at the server and
-    delete the stored tokens. True when the server confirmed the revocation; False when it
-    offers none or refused (the tokens are deleted here all the same). ``not_found`` when there
-    is no sign-in."""
+    delete the stored tokens. ``not_found``/``forbidden`` as :func:`sign_in_server`."""
     server = sign_in_server(team, server_id, by)
     connection = connection_for(server, team, by)
     if connection is None:
-        raise not_found("sign-in")
-    try:
-        revoked = async_to_sync(_revoke)(connection)
-    except (OAuthFlowError, UrlRefused, httpx2.HTTPError):
-        revoked = False
+        return SignOut.NOT_SIGNED_IN
     connection.delete()
-    return revoked
+    return SignOut.REVOKED if _revoke_quietly(connection) else SignOut.FORGOTTEN
+
+
+def forget_sign_ins(connections: Iterable[McpOAuthConnection]) -> None:
+    """Delete ``connections`` and then revoke each at its authorization server (RFC 7009),
+    best effort: a server that is down or refuses is logged (without the token) and changes
+    nothing here. Rows already deleted (the server's own delete cascaded) are fine."""
+    connections = list(connections)
+    McpOAuthConnection.objects.filter(pk__in=[c.pk for c in connections]).delete()
+    for connection in connections:
+        _revoke_quietly(connection)
+
+
+def _revoke_quietly(connection: McpOAuthConnection) -> bool:
+    """Whether the server confirmed revoking ``connection``; a failure is logged, not raised."""
+    try:
+        return async_to_sync(_revoke)(connection)
+    except (OAuthFlowError, UrlRefused, httpx2.HTTPError) as exc:
+        logger.warning("MCP sign-in #%s (server #%s) not revoked at its server: %s",
+                       connection.pk, connection.server_id, type(exc).__name__)
+        return False
 
 
 async def _revoke(connection: McpOAuthConnection) -> bool:

@@ -22,6 +22,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+import httpx2
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -40,6 +41,12 @@ from apps.engine.tools.net import (
 )
 from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_builders import mcp_spec
+from apps.integrations.mcp_oauth import (
+    NotSignedIn,
+    drop_stale_sign_ins,
+    forget_sign_ins,
+    run_access_token,
+)
 from apps.integrations.mcp_selectors import (
     mcp_catalog_entry,
     team_mcp_server,
@@ -123,14 +130,19 @@ def mcp_server_update(*, team: Team, server_id: int, by: User, data: HttpServerI
     server = _own_http_server(team, server_id)
     _require_http(data.transport)
     _fill(server, data, stored_headers=server.header_map())
-    return _save(server, team)
+    saved = _save(server, team)
+    drop_stale_sign_ins(saved)  # a new URL: its old sign-ins are for another resource
+    return saved
 
 
-@transaction.atomic
 def mcp_server_delete(*, team: Team, server_id: int, by: User) -> None:
-    """Delete the team's HTTP server ``server_id`` (``not_found``, ``forbidden`` as above)."""
+    """Delete the team's HTTP server ``server_id`` (``not_found``, ``forbidden`` as above) and
+    revoke its sign-ins at their authorization server, best effort (``forget_sign_ins``)."""
     require_manager(by, team)
-    _own_http_server(team, server_id).delete()
+    server = _own_http_server(team, server_id)
+    sign_ins = list(server.oauth_connections.all())
+    server.delete()
+    forget_sign_ins(sign_ins)
 
 
 def _own_http_server(team: Team, server_id: int) -> McpServerConfig:
@@ -282,19 +294,34 @@ class McpProbeReport:
 
 def mcp_server_test(*, team: Team, server_id: int, by: User) -> McpProbeReport:
     """Test the team's server ``server_id`` or an enabled catalog entry (``not_found``,
-    ``forbidden`` as above)."""
+    ``forbidden`` as above). A server that needs a sign-in is tested with the one a run of
+    ``by`` would use (the team's, or ``by``'s own); without one the report says to sign in
+    first and nothing is connected."""
     require_manager(by, team)
     server = team_mcp_visible_server(team, server_id)
     if server is None:
         raise not_found("MCP server")
-    return mcp_server_probe(server=server)
-
-
-def mcp_server_probe(*, server: McpServerConfig) -> McpProbeReport:
-    """Connect to ``server``, list its tools and disconnect (the admin's action; callers check
-    who may). Waits at most :data:`PROBE_CONNECT_TIMEOUT_S` (or the server's shorter timeout)."""
+    if not server.needs_sign_in:
+        return mcp_server_probe(server=server)
     try:
-        spec = mcp_spec(server)
+        token = run_access_token(server, team, by)
+    except NotSignedIn as missing:
+        whose = "the team's" if missing.for_team else "your own"
+        return McpProbeReport(server.name, False, "not_signed_in",
+                              f"it needs a sign-in ({whose}): sign in first")
+    except httpx2.HTTPError as exc:
+        return McpProbeReport(server.name, False, "failed", "its sign-in could not be "
+                              f"refreshed (the server did not answer: {type(exc).__name__})")
+    return mcp_server_probe(server=server, access_token=token)
+
+
+def mcp_server_probe(*, server: McpServerConfig, access_token: str | None = None
+                     ) -> McpProbeReport:
+    """Connect to ``server`` (with ``access_token`` as its bearer token, for a server that
+    needs a sign-in), list its tools and disconnect (the admin's action; callers check who
+    may). Waits at most :data:`PROBE_CONNECT_TIMEOUT_S` (or the server's shorter timeout)."""
+    try:
+        spec = mcp_spec(server, access_token=access_token)
     except (ValueError, DecryptionError) as exc:
         return McpProbeReport(server.name, False, "failed",
                               f"its stored configuration cannot be used ({exc})")
