@@ -247,6 +247,9 @@ CONFAB = {
     "REPLAY_MAX_EVENTS": env_int("CONFAB_REPLAY_MAX_EVENTS", 1_000),
     # Tools
     "ALLOW_PRIVATE_NETWORK": env_bool("CONFAB_ALLOW_PRIVATE_NETWORK", False),
+    # The origin people reach confab at (https://confab.example.com), for URLs given to other
+    # servers (the MCP sign-in's redirect URI); unset: the request's own origin.
+    "PUBLIC_URL": env_str("CONFAB_PUBLIC_URL", ""),
     "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),
     # MCP servers stay open between runs in each worker: closed after this many idle seconds;
     # at most this many stdio server processes per worker (least recently used go first).

@@ -21,6 +21,7 @@ urlpatterns = [
          name="mcp_server_delete"),
     path("teams/<int:team_id>/settings/mcp/<int:server_id>/test/", views.mcp_server_check,
          name="mcp_server_test"),
+    path("teams/<int:team_id>/mcp/sign-ins/", views.mcp_sign_ins, name="mcp_sign_ins"),
     path("teams/<int:team_id>/mcp/<int:server_id>/sign-in/", views.mcp_sign_in,
          name="mcp_sign_in"),
     path("teams/<int:team_id>/mcp/<int:server_id>/sign-out/", views.mcp_sign_out,

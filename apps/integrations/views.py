@@ -10,6 +10,7 @@ and the server's tools (or why it failed), never a secret.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -29,7 +30,10 @@ from apps.integrations.forms import (
     ToolPolicyForm,
 )
 from apps.integrations.mcp_oauth import (
+    SignOut,
     connection_for,
+    mark_sign_ins,
+    personal_sign_ins,
     sign_in_finish,
     sign_in_server,
     sign_in_start,
@@ -60,6 +64,7 @@ __all__ = [
     "mcp_server_edit",
     "mcp_server_remove",
     "mcp_sign_in",
+    "mcp_sign_ins",
     "mcp_sign_out",
     "mcp_oauth_callback",
     "team_agent_handle",
@@ -253,18 +258,35 @@ def mcp_sign_in(request: HttpRequest, team_id: int, server_id: int) -> HttpRespo
 
 
 @login_required
+@require_GET
+def mcp_sign_ins(request: HttpRequest, team_id: int) -> HttpResponse:
+    """A member's own sign-ins: the team's person-scoped servers, each with Sign in / Sign
+    out (any member; another team's id is 404 like a missing one)."""
+    membership = team_membership(request, team_id)
+    context = {"team": membership.team, "uses_tools": membership.role_enum.can_write,
+               "servers": personal_sign_ins(membership.team, request.user)}
+    return render(request, "integrations/mcp_sign_ins.html", context)
+
+
+@login_required
 @require_POST
 def mcp_sign_out(request: HttpRequest, team_id: int, server_id: int) -> HttpResponse:
     """Sign out: revoke at the server where it can, and forget the tokens."""
     team = team_membership(request, team_id).team
     try:
-        revoked = sign_out(team=team, server_id=server_id, by=request.user)
+        ended = sign_out(team=team, server_id=server_id, by=request.user)
     except ApplicationError as error:
         refusal(request, error)
-    else:
-        messages.success(request, "Signed out." if revoked else
-                         "Signed out here (the server did not confirm revoking the sign-in).")
+        return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)
+    messages.success(request, _SIGNED_OUT[ended])
     return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)
+
+
+_SIGNED_OUT = {
+    SignOut.REVOKED: "Signed out.",
+    SignOut.FORGOTTEN: "Signed out here (the server did not confirm revoking the sign-in).",
+    SignOut.NOT_SIGNED_IN: "You are not signed in (already signed out).",
+}
 
 
 @login_required
@@ -290,15 +312,18 @@ def _session_key(request: HttpRequest) -> str:
 
 
 def _callback_uri(request: HttpRequest) -> str:
-    return request.build_absolute_uri(reverse("integrations:mcp_oauth_callback"))
+    """The exact redirect URI (RFC 6749 3.1.2): on ``CONFAB["PUBLIC_URL"]`` when it is set, so
+    neither the Host a person typed nor a TLS proxy's scheme changes it; else this request's
+    origin (``make demo``)."""
+    path = reverse("integrations:mcp_oauth_callback")
+    public = settings.CONFAB["PUBLIC_URL"]
+    return f"{public.rstrip('/')}{path}" if public else request.build_absolute_uri(path)
 
 
 def _with_sign_ins(overview: McpOverview, team: Team, user: User) -> McpOverview:
     """Mark each server that needs a sign-in with the one this person sees (``sign_in_state``:
     the team's, or their own), for the settings page."""
-    for server in [*overview.own, *(choice.server for choice in overview.catalog)]:
-        if server.needs_sign_in:
-            server.sign_in_state = connection_for(server, team, user)  # type: ignore[attr-defined]
+    mark_sign_ins([*overview.own, *(choice.server for choice in overview.catalog)], team, user)
     return overview
 
 
