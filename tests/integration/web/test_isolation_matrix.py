@@ -114,8 +114,9 @@ MATRIX = [
     # Starting it refuses the loopback URL (the SSRF guard) and goes back to the page.
     Row("integrations:mcp_sign_in", "POST", (302, 404, 403, 302, 302),
         ("team_id", "oauth_server_id")),
-    Row("integrations:mcp_sign_out", "POST", (302, 404, 403, 404, 404),  # nobody signed in
+    Row("integrations:mcp_sign_out", "POST", (302, 404, 403, 302, 302),  # "not signed in"
         ("team_id", "oauth_server_id")),
+    Row("integrations:mcp_sign_ins", "GET", MEMBERS, ("team_id",)),
     # Without a state of one's own, every callback is refused.
     Row("integrations:mcp_oauth_callback", "GET", (302, 400, 400, 400, 400),
         query={"state": "forged", "code": "x"}),
