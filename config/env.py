@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
-__all__ = ["env_bool", "env_float", "env_int", "env_list", "env_path", "env_str", "EnvError"]
+__all__ = ["env_bool", "env_float", "env_int", "env_list", "env_origin", "env_path", "env_str",
+           "EnvError"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -82,3 +84,16 @@ def env_path(name: str, default: Path) -> Path:
     """A filesystem path (``~`` expanded, made absolute)."""
     value = _raw(name)
     return (Path(value).expanduser() if value else default).resolve()
+
+
+def env_origin(name: str) -> str:
+    """An origin, ``http(s)://host[:port]`` (a trailing ``/`` dropped); ``""`` when unset. A
+    path, query, fragment or user part is refused: the value is where URLs are built on."""
+    value = (_raw(name) or "").strip().removesuffix("/")
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    if (parts.scheme not in ("http", "https") or not parts.hostname or parts.path
+            or parts.query or parts.fragment or "@" in parts.netloc):
+        raise EnvError(f"{name}={value!r} is not an origin (e.g. https://confab.example.com)")
+    return value

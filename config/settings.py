@@ -16,7 +16,16 @@ import dj_database_url
 from cryptography.fernet import Fernet
 from django.utils.csp import CSP
 
-from config.env import EnvError, env_bool, env_float, env_int, env_list, env_path, env_str
+from config.env import (
+    EnvError,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_origin,
+    env_path,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 CONFAB_ENV = env_str("CONFAB_ENV", "development")
@@ -249,7 +258,7 @@ CONFAB = {
     "ALLOW_PRIVATE_NETWORK": env_bool("CONFAB_ALLOW_PRIVATE_NETWORK", False),
     # The origin people reach confab at (https://confab.example.com), for URLs given to other
     # servers (the MCP sign-in's redirect URI); unset: the request's own origin.
-    "PUBLIC_URL": env_str("CONFAB_PUBLIC_URL", ""),
+    "PUBLIC_URL": env_origin("CONFAB_PUBLIC_URL"),
     "SANDBOX": env_str("CONFAB_SANDBOX", "auto"),
     # MCP servers stay open between runs in each worker: closed after this many idle seconds;
     # at most this many stdio server processes per worker (least recently used go first).

@@ -317,7 +317,7 @@ def _callback_uri(request: HttpRequest) -> str:
     origin (``make demo``)."""
     path = reverse("integrations:mcp_oauth_callback")
     public = settings.CONFAB["PUBLIC_URL"]
-    return f"{public.rstrip('/')}{path}" if public else request.build_absolute_uri(path)
+    return f"{public}{path}" if public else request.build_absolute_uri(path)
 
 
 def _with_sign_ins(overview: McpOverview, team: Team, user: User) -> McpOverview:

@@ -29,7 +29,7 @@ PUBLIC = "https://confab.example.com"
 def test_the_redirect_uri_is_on_the_public_url_whatever_host_or_scheme_the_request_had(
         acme: Team, bob: User, signed_in: Any, protected: Served, settings: Any) -> None:
     url, state = protected
-    settings.CONFAB = {**settings.CONFAB, "PUBLIC_URL": PUBLIC + "/"}
+    settings.CONFAB = {**settings.CONFAB, "PUBLIC_URL": PUBLIC}
     server = oauth_server(acme, url)
     client = signed_in(bob)
     client.defaults["HTTP_HOST"] = "localhost:8000"  # what this person typed
