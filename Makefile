@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint-imports venv system-deps clean
+.PHONY: demo test bench conformance lint-imports venv system-deps clean
 
 venv: $(STAMP)
 
@@ -63,6 +63,18 @@ bench: $(STAMP)
 	@set -e; for bench in tests/benchmarks/bench_*.py; do \
 		module=$${bench%.py}; echo "== $$module"; $(PY) -m $${module//\//.}; \
 	done
+
+## The MCP conformance suite's client scenarios against confab's MCP client (on demand): the
+## pinned suite and a Node 22 from the npm registry into .cache/ (the suite needs fs.globSync).
+CONFORMANCE := .cache/conformance
+CONFORMANCE_VERSION := 0.1.16
+NODE_VERSION := 22.23.5
+NODE_PACKAGE := node-linux-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
+conformance: $(STAMP)
+	@mkdir -p $(CONFORMANCE)
+	npm install --prefix $(CONFORMANCE) --no-audit --no-fund --silent \
+		$(NODE_PACKAGE)@$(NODE_VERSION) @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+	$(PY) scripts/conformance.py --root $(CONFORMANCE)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

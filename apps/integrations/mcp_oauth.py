@@ -171,12 +171,8 @@ async def _discover_and_register(server: McpServerConfig, redirect_uri: str
     async with guarded_client(policy) as client:
         found = await oauth.discover(server.url, client, policy)
         if server.oauth_client_id:
-            return found, OAuthClientInformationFull(
-                client_id=server.oauth_client_id,
-                client_secret=server.oauth_client_secret or None,
-                token_endpoint_auth_method=("client_secret_post" if server.oauth_client_secret
-                                            else "none"),
-                redirect_uris=[redirect_uri])
+            return found, oauth.configured_client(found, server.oauth_client_id,
+                                                  server.oauth_client_secret, redirect_uri)
         return found, await oauth.register(found, redirect_uri, CLIENT_NAME, client)
 
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+import httpx2
+
 __all__ = ["McpServerSpec", "McpTransport"]
 
 McpTransport = Literal["stdio", "streamable_http", "sse"]
@@ -34,7 +36,9 @@ class McpServerSpec:
     virtualenv, a ``node_modules``), everything else but the system directories is hidden;
 
     HTTP (``streamable_http``, ``sse``): ``url`` (checked by the SSRF guard) and ``headers`` sent
-    with every request (e.g. ``Authorization``);
+    with every request (e.g. ``Authorization``); ``auth``: an httpx auth flow for every request
+    instead (e.g. :class:`~apps.engine.mcp.bearer.BearerAuth`, which renews a refused token;
+    not part of the spec's equality);
 
     ``enabled_tools``: the MCP tool names the agent may use (None: every tool the server lists);
     ``connect_timeout_s``: seconds to start and initialize, and to list tools;
@@ -50,6 +54,7 @@ class McpServerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    auth: httpx2.Auth | None = field(default=None, compare=False)
     enabled_tools: frozenset[str] | None = None
     connect_timeout_s: float = 15.0
     call_timeout_s: float = 120.0

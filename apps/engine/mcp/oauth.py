@@ -70,6 +70,7 @@ __all__ = [
     "authorization_request",
     "check_callback_issuer",
     "check_endpoints",
+    "configured_client",
     "discover",
     "exchange_code",
     "refresh",
@@ -79,6 +80,7 @@ __all__ = [
 
 GRANT_TYPES = ["authorization_code", "refresh_token"]
 _FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+_AUTH_METHODS = ("client_secret_post", "client_secret_basic", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,19 +106,22 @@ class AuthorizationServer:
 
 
 async def discover(server_url: str, client: httpx2.AsyncClient, policy: NetworkPolicy,
-                   resolver: Resolver | None = None) -> AuthorizationServer:
+                   resolver: Resolver | None = None, *,
+                   challenge: httpx2.Response | None = None) -> AuthorizationServer:
     """Find the authorization server of the MCP server at ``server_url``.
 
-    An unauthenticated GET of the endpoint gives the ``WWW-Authenticate`` challenge (its
-    ``resource_metadata`` and ``scope``); then the protected-resource metadata (RFC 9728, the
+    The server's ``WWW-Authenticate`` challenge (its ``resource_metadata`` and ``scope``) comes
+    from ``challenge``, the 401 the server answered a request with, else from an
+    unauthenticated GET of the endpoint; then the protected-resource metadata (RFC 9728, the
     SDK's URL order: the challenge's URL, the path-based, the root well-known URL) and the
     authorization server metadata (RFC 8414 / OIDC discovery, issuer checked). Raises
     OAuthFlowError when the server names no usable authorization server or a resource that is
     not this server's, UrlRefused (a ToolError) for an endpoint the SSRF guard refuses, httpx2
     errors when a server cannot be reached.
     """
-    async with client.stream("GET", server_url) as challenge:
-        pass  # the status and headers are the challenge; an SSE endpoint's stream is not read
+    if challenge is None:
+        async with client.stream("GET", server_url) as challenge:
+            pass  # the status and headers are the challenge; an SSE endpoint's stream is unread
     prm = await _resource_metadata(server_url, challenge, client)
     issuer = str(prm.authorization_servers[0]) if prm else None
     metadata = await _server_metadata(issuer, server_url, client)
@@ -174,22 +179,56 @@ async def _server_metadata(issuer: str | None, server_url: str,
 
 
 async def register(server: AuthorizationServer, redirect_uri: str, client_name: str,
-                   client: httpx2.AsyncClient) -> OAuthClientInformationFull:
-    """Register confab as a client (RFC 7591) with ``redirect_uri`` as its only redirect URI.
-    Raises OAuthRegistrationError when the server offers no registration, refuses it or
-    registers a client this flow cannot use (the SDK's ``check_registration_usable``)."""
+                   client: httpx2.AsyncClient, *, metadata_url: str | None = None
+                   ) -> OAuthClientInformationFull:
+    """The client confab is at ``server``, with ``redirect_uri`` as its only redirect URI.
+
+    Where the server accepts client ID metadata documents (``client_id_metadata_document_
+    supported``, MCP authorization 2025-11-25, draft-ietf-oauth-client-id-metadata-document)
+    and ``metadata_url`` (where confab publishes its document) is given, that URL is the
+    client id and nothing is registered; otherwise confab registers (RFC 7591), asking for the
+    first token endpoint authentication method the server supports of ``client_secret_post``,
+    ``client_secret_basic`` and ``none``. Raises OAuthRegistrationError when the server offers
+    no registration, refuses it or registers a client this flow cannot use (the SDK's
+    ``check_registration_usable``)."""
+    if metadata_url and server.metadata.client_id_metadata_document_supported:
+        return OAuthClientInformationFull(client_id=metadata_url, redirect_uris=[redirect_uri],
+                                          grant_types=GRANT_TYPES, client_name=client_name,
+                                          token_endpoint_auth_method="none",
+                                          issuer=str(server.metadata.issuer))
     if server.metadata.registration_endpoint is None:
         raise OAuthRegistrationError("The authorization server offers no client registration: "
                                      "a client id (and secret) must be configured.")
     wanted = OAuthClientMetadata(redirect_uris=[redirect_uri], grant_types=GRANT_TYPES,
                                  client_name=client_name, scope=server.scope,
-                                 token_endpoint_auth_method="client_secret_post",
+                                 token_endpoint_auth_method=_auth_method(server.metadata),
                                  application_type="web")
     request = create_client_registration_request(server.metadata, wanted, "")
     info = await handle_registration_response(await client.send(request))
     check_registration_usable(info)
     info.issuer = str(server.metadata.issuer)
     return info
+
+
+def configured_client(server: AuthorizationServer, client_id: str, client_secret: str | None,
+                      redirect_uri: str) -> OAuthClientInformationFull:
+    """A client registered out of band (an admin's client id and secret): with a secret it
+    authenticates by the first of ``client_secret_post`` and ``client_secret_basic`` the
+    server supports, without one as a public client (``none``)."""
+    method = _auth_method(server.metadata) if client_secret else "none"
+    if client_secret and method == "none":
+        method = "client_secret_basic"  # RFC 8414's default for a client that has a secret
+    return OAuthClientInformationFull(client_id=client_id, client_secret=client_secret or None,
+                                      token_endpoint_auth_method=method,
+                                      redirect_uris=[redirect_uri])
+
+
+def _auth_method(metadata: OAuthMetadata) -> str:
+    """The method to register with: ``client_secret_post`` where the server takes it (the
+    SDK's servers refuse basic at their revocation endpoint), else basic, else none; RFC 8414:
+    an absent ``token_endpoint_auth_methods_supported`` means basic."""
+    supported = metadata.token_endpoint_auth_methods_supported or ["client_secret_basic"]
+    return next((m for m in _AUTH_METHODS if m in supported), "client_secret_basic")
 
 
 def authorization_request(server: AuthorizationServer, client_info: OAuthClientInformationFull,

@@ -139,7 +139,7 @@ async def open_transport(spec: McpServerSpec, *, launch: StdioLaunch | None = No
     assert spec.url is not None and policy is not None
     await check_url(spec.url, policy, resolver)
     if spec.transport == "streamable_http":
-        async with _guarded_client(policy, resolver, spec.headers) as client, \
+        async with _guarded_client(policy, resolver, spec.headers, auth=spec.auth) as client, \
                 streamable_http_client(spec.url, http_client=client) as streams:
             yield streams
         return
@@ -147,7 +147,7 @@ async def open_transport(spec: McpServerSpec, *, launch: StdioLaunch | None = No
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
         return _guarded_client(policy, resolver, {**spec.headers, **(headers or {})},
-                               timeout=timeout, auth=auth)
+                               timeout=timeout, auth=auth or spec.auth)
 
     async with sse_client(spec.url, timeout=HTTP_TIMEOUT_S, sse_read_timeout=HTTP_READ_TIMEOUT_S,
                           httpx_client_factory=factory) as streams:

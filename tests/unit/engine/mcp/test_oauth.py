@@ -140,3 +140,41 @@ async def test_discovery_refuses_metadata_that_points_an_endpoint_elsewhere() ->
     async with serve_app(app) as origin, guarded_client(only_loopback) as client:
         with pytest.raises(UrlRefused, match="10.0.0.7"):
             await oauth.discover(f"{origin}/mcp", client, only_loopback)
+
+
+def _server(**metadata: object) -> AuthorizationServer:
+    return AuthorizationServer(resource="https://mcp.example/mcp", scope=None,
+                               metadata=oauth.OAuthMetadata.model_validate({
+                                   "issuer": "https://auth.example",
+                                   "authorization_endpoint": "https://auth.example/authorize",
+                                   "token_endpoint": "https://auth.example/token",
+                                   **metadata}))
+
+
+@pytest.mark.parametrize(("supported", "method"), [
+    (None, "client_secret_basic"),  # RFC 8414: absent means basic
+    (["client_secret_basic"], "client_secret_basic"),
+    (["client_secret_basic", "client_secret_post"], "client_secret_post"),
+    (["none"], "client_secret_basic"),  # a secret is never sent as "none"
+])
+def test_a_configured_client_with_a_secret_uses_a_method_the_server_takes(
+        supported: list[str] | None, method: str) -> None:
+    server = _server(**({"token_endpoint_auth_methods_supported": supported}
+                        if supported else {}))
+    info = oauth.configured_client(server, "id-1", "s3cret", REDIRECT)
+    assert (info.client_id, info.token_endpoint_auth_method) == ("id-1", method)
+    public = oauth.configured_client(server, "id-2", None, REDIRECT)
+    assert public.token_endpoint_auth_method == "none" and public.client_secret is None
+
+
+async def test_a_client_id_metadata_document_replaces_registration_where_supported() -> None:
+    server = _server(client_id_metadata_document_supported=True)
+    async with guarded_client(LOOPBACK) as client:  # no request is made
+        info = await oauth.register(server, REDIRECT, "confab", client,
+                                    metadata_url="https://confab.example/oauth/client.json")
+    assert info.client_id == "https://confab.example/oauth/client.json"
+    assert info.token_endpoint_auth_method == "none"
+    with pytest.raises(oauth.OAuthRegistrationError):  # no document offered: registration
+        async with guarded_client(LOOPBACK) as client:
+            await oauth.register(_server(), REDIRECT, "confab", client,
+                                 metadata_url="https://confab.example/oauth/client.json")

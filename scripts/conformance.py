@@ -1,0 +1,75 @@
+"""Run the MCP conformance suite's client scenarios against confab's MCP client; print a table.
+
+``make conformance`` installs the pinned suite and a Node 22 into ``.cache/conformance`` and runs
+this. Every client scenario of spec 2025-11-25 runs one at a time (``conformance client
+--scenario``) with ``python -m apps.engine.mcp.conformance`` as the client command; its
+``checks.json`` gives the checks passed, failed and warned. The other scenarios (draft,
+extension, older specs) are run and reported, not required. Exit status 1 when a required
+scenario has a failed or warned check, or its client failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SPEC = "2025-11-25"
+CLIENT = f"{sys.executable} -m apps.engine.mcp.conformance"
+
+
+def suite(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    node = root / "node_modules" / ".bin"
+    env = {**os.environ, "PATH": f"{node}{os.pathsep}{os.environ['PATH']}",
+           "CONFAB_ALLOW_PRIVATE_NETWORK": "1"}
+    cli = root / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    return subprocess.run(["node", str(cli), *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def scenarios(root: Path, spec: str | None) -> list[str]:
+    """The client scenarios the suite lists (for ``spec``, or all)."""
+    listed = suite(root, "list", "--client", *(["--spec-version", spec] if spec else []))
+    return re.findall(r"^\s+- (\S+)", listed.stdout, re.MULTILINE)
+
+
+def run(root: Path, scenario: str) -> tuple[int, int, int, bool]:
+    """``(passed, failed, warned, client_ok)`` of one scenario."""
+    out = root / "results" / scenario.replace("/", "_")
+    done = suite(root, "client", "--command", CLIENT, "--scenario", scenario, "-o", str(out))
+    checks = [check for path in out.rglob("checks.json")
+              for check in json.loads(path.read_text())]
+    counts = [sum(c["status"] == status for c in checks)
+              for status in ("SUCCESS", "FAILURE", "WARNING")]
+    return counts[0], counts[1], counts[2], "CLIENT EXITED WITH ERROR" not in done.stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path(".cache/conformance"))
+    root = parser.parse_args().root.resolve()
+    required = scenarios(root, SPEC)
+    others = [name for name in scenarios(root, None) if name not in required]
+    print(f"{'scenario':<44} {'passed':>6} {'failed':>6} {'warned':>6}  client")
+    totals = [0, 0, 0]
+    ok = True
+    for group, names in (("required", required), ("reported only", others)):
+        print(f"-- {group} (spec {SPEC})" if group == "required" else f"-- {group}")
+        for name in names:
+            passed, failed, warned, client_ok = run(root, name)
+            print(f"{name:<44} {passed:>6} {failed:>6} {warned:>6}  "
+                  f"{'ok' if client_ok else 'exited with an error'}")
+            if group == "required":
+                totals = [totals[0] + passed, totals[1] + failed, totals[2] + warned]
+                ok = ok and failed == warned == 0 and client_ok
+    print(f"Required: {totals[0]} checks passed, {totals[1]} failed, {totals[2]} warned — "
+          f"{'every required scenario passes' if ok else 'NOT all passing'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
