@@ -23,6 +23,7 @@ from apps.api.schemas import (
     TranscriptOut,
 )
 from apps.api.transcript import conversation_record, streamed, transcript_json
+from apps.common.downloads import title_filename
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
@@ -47,6 +48,14 @@ def _conversation(request: HttpRequest, conversation_id: int) -> Conversation:
     """The conversation, through the caller's teams."""
     conversation, _membership = conversation_for(request.auth, conversation_id)
     return conversation
+
+
+def _download_names(conversation: Conversation, extension: str) -> dict[str, str]:
+    """The export's file name from the conversation's title (Chinese titles too), and the
+    ASCII ``conversation-<id>.<ext>`` for clients that cannot take it."""
+    fallback = f"conversation-{conversation.pk}"
+    return {"filename": title_filename(conversation.title, extension, fallback=fallback),
+            "fallback": f"{fallback}.{extension}"}
 
 
 @router.get("/conversations/{conversation_id}",
@@ -99,8 +108,7 @@ def export_json(request: HttpRequest, conversation_id: int) -> StreamingHttpResp
     """The full transcript as JSON (format ``confab.transcript``, version 1), streamed."""
     conversation = _conversation(request, conversation_id)
     return streamed(transcript_json(conversation, conversation_record(conversation)),
-                    content_type="application/json",
-                    filename=f"conversation-{conversation.pk}.json")
+                    content_type="application/json", **_download_names(conversation, "json"))
 
 
 @router.get("/conversations/{conversation_id}/export.md",
@@ -110,4 +118,4 @@ def export_markdown(request: HttpRequest, conversation_id: int) -> StreamingHttp
     conversation = _conversation(request, conversation_id)
     return streamed(transcript_markdown(conversation, conversation_record(conversation)),
                     content_type="text/markdown; charset=utf-8",
-                    filename=f"conversation-{conversation.pk}.md")
+                    **_download_names(conversation, "md"))

@@ -25,6 +25,7 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 from apps.accounts.models import User
+from apps.common.downloads import attachment_disposition
 from apps.rooms.models import Conversation, ConversationEvent, Message, Run
 from apps.rooms.selectors import transcript_messages, transcript_runs, transcript_wiki_changes
 from apps.rooms.transcript import message_json
@@ -187,10 +188,11 @@ async def _flushed(parts: AsyncIterator[str]) -> AsyncIterator[bytes]:
         yield "".join(pending).encode()
 
 
-def streamed(parts: AsyncIterator[str], *, content_type: str,
-             filename: str) -> StreamingHttpResponse:
-    """A download whose body is ``parts``, sent as they are produced."""
+def streamed(parts: AsyncIterator[str], *, content_type: str, filename: str,
+             fallback: str) -> StreamingHttpResponse:
+    """A download of ``filename`` (``fallback``, ASCII, for clients without RFC 6266's
+    ``filename*``) whose body is ``parts``, sent as they are produced."""
     response = StreamingHttpResponse(_flushed(parts), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = attachment_disposition(filename, fallback=fallback)
     response["Cache-Control"] = "private, no-store"
     return response

@@ -10,6 +10,7 @@ import pytest
 
 from apps.api.schemas import TranscriptOut
 from apps.api.transcript import CHUNK_ROWS
+from apps.common.downloads import title_filename
 from apps.engine.messages import Message as EngineMessage
 from apps.engine.messages import (
     RedactedThinkingBlock,
@@ -68,12 +69,36 @@ def _export(client, conversation, kind: str):
     return client.get(f"/api/conversations/{conversation.pk}/export.{kind}")
 
 
+@pytest.mark.parametrize("kind", ["json", "md"])
+def test_an_export_downloads_under_its_chinese_title(token_client, alice, conversation,
+                                                     kind) -> None:
+    conversation.title = "部署计划：第二阶段/回滚"
+    conversation.save()
+    response = _export(token_client(alice), conversation, kind)
+    # RFC 6266 4.3: the UTF-8 name in filename* (RFC 5987/8187), an ASCII one before it
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="conversation-{conversation.pk}.{kind}"; '
+        "filename*=UTF-8''%E9%83%A8%E7%BD%B2%E8%AE%A1%E5%88%92%EF%BC%9A%E7%AC%AC%E4%BA%8C"
+        f"%E9%98%B6%E6%AE%B5-%E5%9B%9E%E6%BB%9A.{kind}")
+
+
+@pytest.mark.parametrize(("title", "name"), [
+    ("Plans", "Plans.md"),
+    ("部署计划：第二阶段/回滚", "部署计划：第二阶段-回滚.md"),  # a slash would be a folder
+    ('a\\b:c*d?"e"<f>|g', "a-b-c-d-e-f-g.md"),  # what Windows refuses
+    ("  ..周报\t\u200b第 3 周..  ", "周报 第 3 周.md"),  # ends trimmed, format characters dropped
+    ("...", "conversation-7.md"),
+    ("长" * 300, "长" * 120 + ".md"),
+])
+def test_a_title_becomes_a_safe_file_name(title, name) -> None:
+    assert title_filename(title, "md", fallback="conversation-7") == name
+
+
 def test_json_export_keeps_everything(token_client, alice, bob, conversation, transcript):
     response = _export(token_client(bob), conversation, "json")
     assert response.streaming and response.is_async
     assert response["Content-Type"] == "application/json"
-    assert response["Content-Disposition"] == (
-        f'attachment; filename="conversation-{conversation.pk}.json"')
+    assert response["Content-Disposition"] == 'attachment; filename="Plans.json"'
 
     doc = json.loads(body(response))
     TranscriptOut.model_validate(doc)  # the documented schema is what is sent
