@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench conformance lint-imports venv system-deps clean
+.PHONY: demo test bench conformance lint-imports messages venv system-deps clean
 
 venv: $(STAMP)
 
@@ -56,6 +56,16 @@ test: $(STAMP) system-deps
 
 lint-imports: $(STAMP)
 	$(VENV)/bin/lint-imports
+
+## Translations: re-extract every marked string into locale/zh_Hans/LC_MESSAGES/{django,djangojs}.po
+## (new entries come out empty: translate them), then compile the .mo files that are committed
+## beside them. Needs gettext's tools (Debian: gettext); serving the pages does not.
+MESSAGES_FLAGS := -l zh_Hans --add-location file -i 'tests/*' -i 'docs/*' -i 'scripts/*' \
+	-i '$(VENV)/*' -i 'apps/*/static/vendor/*'
+messages: $(STAMP)
+	$(PY) manage.py makemessages $(MESSAGES_FLAGS)
+	$(PY) manage.py makemessages -d djangojs $(MESSAGES_FLAGS)
+	$(PY) manage.py compilemessages -l zh_Hans -i '$(VENV)/*'
 
 ## Benchmarks against the named peers (on demand; not part of `make test`).
 bench: $(STAMP)

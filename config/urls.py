@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 
 from apps.accounts.views.teams import home
 from apps.api.api import api
@@ -18,6 +19,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    # The pages' JavaScript strings (locale/*/djangojs.po) for the active language; cached by
+    # the browser only as long as the language stays (Vary: Accept-Language, Cookie)
+    path("jsi18n/", JavaScriptCatalog.as_view(packages=["apps.rooms"]), name="javascript-catalog"),
     path("api/", api.urls),
     path("", include("apps.rooms.urls")),
     path("", home, name="home"),

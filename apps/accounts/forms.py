@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm, UserCreationForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import ApiToken, Role, Team, User
 from apps.accounts.throttle import THROTTLED, attempt_allowed, login_locked
 
-__all__ = ["InvitationForm", "RoleForm", "SignupForm", "TeamForm", "ThrottledLoginForm",
-           "ThrottledPasswordResetForm", "TokenForm"]
+__all__ = ["InvitationForm", "LanguageForm", "RoleForm", "SignupForm", "TeamForm",
+           "ThrottledLoginForm", "ThrottledPasswordResetForm", "TokenForm"]
 
 
 def _throttle(form: forms.Form, request: HttpRequest | None,
@@ -78,6 +80,16 @@ class ThrottledLoginForm(AuthenticationForm):
                                                      self.cleaned_data.get("username") or ""):
             raise ValidationError(self.error_messages["throttled"], code="throttled")
         return super().clean()
+
+
+class LanguageForm(forms.Form):
+    """The interface language: one of ``settings.LANGUAGES``, or "" (the browser's choice);
+    ``next``: where to go back to."""
+
+    language = forms.ChoiceField(
+        required=False, label=_("Language"),
+        choices=[("", _("The browser's language")), *settings.LANGUAGES])
+    next = forms.CharField(required=False, widget=forms.HiddenInput)
 
 
 class TeamForm(forms.Form):

@@ -23,6 +23,8 @@ class User(AbstractUser):
 
     display_name = models.CharField(max_length=80, blank=True)
     session_generation = models.PositiveIntegerField(default=0)
+    # The interface language (a code of settings.LANGUAGES); blank: the browser's choice.
+    language = models.CharField(max_length=10, blank=True, choices=settings.LANGUAGES)
 
     @property
     def shown_name(self) -> str:

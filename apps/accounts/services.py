@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
@@ -276,6 +277,15 @@ def user_sign_out_everywhere(*, user: User) -> None:
     User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
     user.refresh_from_db(fields=["session_generation"])
     send_credentials_changed_on_commit(user_id=user.pk)
+
+
+def user_set_language(*, user: User, language: str) -> None:
+    """Keep ``language`` (a code of ``settings.LANGUAGES``, or "" for the browser's choice) as
+    the person's interface language; ``invalid`` for any other code."""
+    if language and language not in dict(settings.LANGUAGES):
+        raise ApplicationError(ErrorCode.INVALID, f"{language!r} is not a language of confab.")
+    user.language = language
+    user.save(update_fields=["language"])
 
 
 # -- personal API tokens ---------------------------------------------------------------------

@@ -33,6 +33,7 @@ urlpatterns = [
     path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(
         template_name="accounts/password_reset_complete.html"), name="password_reset_complete"),
     path("accounts/", account.account, name="account"),
+    path("accounts/language/", account.language, name="language"),
     path("accounts/sign-out-everywhere/", account.sign_out_everywhere,
          name="sign_out_everywhere"),
     path("accounts/tokens/", tokens.tokens, name="tokens"),

@@ -1,4 +1,4 @@
-"""The account page: change the password, sign out everywhere.
+"""The account page: change the password, sign out everywhere; the interface language.
 
 Both end sessions, and with them the person's open sockets (``credentials_changed``): a new
 password ends every session but this one (Django's ``update_session_auth_hash`` keeps it);
@@ -7,18 +7,21 @@ signing out everywhere ends this one too. API tokens are not sessions and stay u
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from apps.accounts.services import user_sign_out_everywhere
+from apps.accounts.forms import LanguageForm
+from apps.accounts.services import user_set_language, user_sign_out_everywhere
 
-__all__ = ["account", "sign_out_everywhere"]
+__all__ = ["account", "language", "sign_out_everywhere"]
 
 
 @never_cache
@@ -32,7 +35,42 @@ def account(request: HttpRequest) -> HttpResponse:
         messages.success(request, "Your password is changed. Every other session is signed "
                                   "out, and its open rooms and pages are disconnected.")
         return redirect("accounts:account")
-    return render(request, "accounts/account.html", {"form": form})
+    language_form = LanguageForm(initial={"language": request.user.language,
+                                          "next": request.path})
+    return render(request, "accounts/account.html", {"form": form,
+                                                     "language_form": language_form})
+
+
+@require_POST
+def language(request: HttpRequest) -> HttpResponse:
+    """Switch the interface language (the header's switch, the account page's choice): kept
+    on the person's profile when signed in, and in the language cookie for this browser
+    either way; "" goes back to the browser's ``Accept-Language``. Then back to ``next``, else
+    to the page the switch was on (``Referer``: the header's form carries no path, so a page
+    about a missing object and one about another team's are the same bytes)."""
+    form = LanguageForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form.errors.as_text())
+        return redirect("home")
+    code = form.cleaned_data["language"]
+    back = form.cleaned_data["next"] or request.headers.get("Referer", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        back = "/"
+    if request.user.is_authenticated:
+        user_set_language(user=request.user, language=code)
+    response = redirect(back)
+    if code:
+        # the attributes Django's own set_language view gives the cookie
+        response.set_cookie(
+            settings.LANGUAGE_COOKIE_NAME, code, max_age=settings.LANGUAGE_COOKIE_AGE,
+            path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN,
+            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+            samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+    else:
+        response.delete_cookie(settings.LANGUAGE_COOKIE_NAME, path=settings.LANGUAGE_COOKIE_PATH,
+                               domain=settings.LANGUAGE_COOKIE_DOMAIN)
+    return response
 
 
 @login_required

@@ -11,13 +11,20 @@ export function isSendKey(event) {
   return event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229;
 }
 
-export const BLANK_TEXT = "Not sent: the message is only spaces or blank lines — type some text.";
+export const BLANK_TEXT = gettext(
+  "Not sent: the message is only spaces or blank lines — type some text.");
 
 /** Why a message of `length` characters cannot be sent when at most `max` fit. */
 export function tooLongText(length, max) {
   const n = (v) => v.toLocaleString("en-US");
-  return `the message is ${n(length)} characters long; at most ${n(max)} fit in one message. `
-    + "Shorten it or split it.";
+  const text = gettext(
+    "the message is %(length)s characters long; at most %(max)s fit in one message. Shorten it or split it.");
+  return interpolate(text, { length: n(length), max: n(max) }, true);
+}
+
+/** "Not sent: <reason>", in the page's language. */
+function notSent(reason) {
+  return interpolate(gettext("Not sent: %(reason)s"), { reason }, true);
 }
 
 /**
@@ -48,7 +55,7 @@ export function setupComposer(form, { onSend, onTyping }) {
     }
     const max = Number(form.dataset.maxChars) || Infinity;
     if (text.length > max) {
-      say(`Not sent: ${tooLongText(text.length, max)}`);
+      say(notSent(tooLongText(text.length, max)));
       area.focus();
       return;
     }
@@ -78,7 +85,7 @@ export function setupComposer(form, { onSend, onTyping }) {
   });
   function refused(text, reason) {
     if (!area.value.trim()) area.value = text;
-    say(`Not sent: ${reason}`);
+    say(notSent(reason));
   }
 
   return { focus: () => area.focus(), refused };

@@ -1,14 +1,15 @@
 // The DOM side of the room: redraws what the store marked dirty, at most once per animation
 // frame (a stream of tokens costs one layout per frame, not one per token). Every piece of
 // text from a person or a model goes in through textContent or the sanitizer in markdown.js.
+// Its own words come from Django's JavaScript catalog (gettext, ngettext, interpolate: /jsi18n/).
 
 import { setMarkdown } from "./markdown.js";
 import { personName } from "./store.js";
 import { createCard, renderCard } from "./tools.js";
 
-const QUEUED_TEXT = "queued, joins at the next step";
-const CONTEXT_TEXT = "the agent reads it at its next step";
-const WAKES_TEXT = "called the agent";
+const QUEUED_TEXT = gettext("queued, joins at the next step");
+const CONTEXT_TEXT = gettext("the agent reads it at its next step");
+const WAKES_TEXT = gettext("called the agent");
 const LARGE_TEXT = 30000; // past this, Markdown is re-rendered at most every LARGE_TEXT_MS
 const LARGE_TEXT_MS = 250;
 const NEAR_BOTTOM_PX = 120;
@@ -57,13 +58,14 @@ function wikiLine(change) {
   const li = element("li", "wiki-change");
   li.dataset.commit = change.commit;
   li.dataset.path = change.path;
-  li.append(element("span", "wiki-author", change.author || "someone"),
-            document.createTextNode(change.created ? " created " : " changed "),
+  li.append(element("span", "wiki-author", change.author || gettext("someone")),
+            document.createTextNode(change.created ? gettext(" created ") : gettext(" changed ")),
             element("code", "wiki-path", change.path));
   if (change.summary) li.append(element("span", "wiki-summary", `: ${change.summary}`));
-  if (change.merged) li.append(element("span", "wiki-merged", " (merged with a concurrent change)"));
-  li.append(document.createTextNode(" — "), localLink("view", change.pageUrl),
-            document.createTextNode(" · "), localLink("diff", change.diffUrl));
+  if (change.merged) li.append(element("span", "wiki-merged",
+                                                gettext(" (merged with a concurrent change)")));
+  li.append(document.createTextNode(" — "), localLink(gettext("view"), change.pageUrl),
+            document.createTextNode(" · "), localLink(gettext("diff"), change.diffUrl));
   return li;
 }
 
@@ -154,9 +156,9 @@ export class Renderer {
     article.classList.toggle("summary", msg.summary);
     article.classList.toggle("mine", !!(msg.author && this.store.you
                                        && String(msg.author.id) === String(this.store.you.id)));
-    const author = msg.summary ? "Summary of the earlier conversation"
-      : msg.role === "assistant" ? "Agent"
-        : msg.role === "tool" ? "Tools" : personName(msg.author);
+    const author = msg.summary ? gettext("Summary of the earlier conversation")
+      : msg.role === "assistant" ? gettext("Agent")
+        : msg.role === "tool" ? gettext("Tools") : personName(msg.author);
     setText(article.querySelector(".author"), author);
     if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
     this.renderCalls(msg, article);
@@ -167,10 +169,11 @@ export class Renderer {
     flag(article, "queued", msg.queued && !msg.sending
       ? (chat && !msg.wakesAgent ? CONTEXT_TEXT : QUEUED_TEXT) : "");
     flag(article, "wakes", chat && mine && msg.wakesAgent ? WAKES_TEXT : "");
-    flag(article, "sending", msg.sending ? "sending…" : "");
-    flag(article, "failed", msg.failed ? `not sent: ${msg.failed}` : "");
-    flag(article, "stopped", msg.status === "cancelled" && !empty ? "stopped" : "");
-    flag(article, "interrupted", msg.status === "error" && !empty ? "interrupted" : "");
+    flag(article, "sending", msg.sending ? gettext("sending…") : "");
+    flag(article, "failed", msg.failed
+      ? interpolate(gettext("not sent: %(reason)s"), { reason: msg.failed }, true) : "");
+    flag(article, "stopped", msg.status === "cancelled" && !empty ? gettext("stopped") : "");
+    flag(article, "interrupted", msg.status === "error" && !empty ? gettext("interrupted") : "");
   }
 
   renderText(msg, article) {
@@ -195,7 +198,7 @@ export class Renderer {
     }
     if (!details) {
       details = element("details", "thinking");
-      details.append(element("summary", null, "Thinking"), element("div", "thinking-body"));
+      details.append(element("summary", null, gettext("Thinking")), element("div", "thinking-body"));
       article.querySelector(".body").before(details);
     }
     setMarkdown(details.querySelector(".thinking-body"), msg.thinking);
@@ -223,7 +226,7 @@ export class Renderer {
     }
     if (!list) {
       list = element("ul", "wiki-changes");
-      list.setAttribute("aria-label", "Wiki changes");
+      list.setAttribute("aria-label", gettext("Wiki changes"));
       article.querySelector(".tools").after(list);
     }
     if (list.children.length !== msg.wiki.length) list.replaceChildren(...msg.wiki.map(wikiLine));
@@ -234,7 +237,7 @@ export class Renderer {
     const placeholder = this.transcript.querySelector(".transcript-empty");
     if (placeholder && this.store.ready) {
       if (wanted.length) placeholder.remove();
-      else setText(placeholder, "No messages yet. Say hello to start the conversation.");
+      else setText(placeholder, gettext("No messages yet. Say hello to start the conversation."));
     }
     let cursor = this.transcript.firstElementChild;
     if (cursor && cursor.classList.contains("transcript-empty")) cursor = cursor.nextElementSibling;
@@ -254,23 +257,34 @@ export class Renderer {
   // -- run, people, usage, notices ---------------------------------------------------------------
   runText() {
     const run = this.store.run;
+    const named = (text, name) => interpolate(text, { name: personName(name) }, true);
     if (run) {
-      const by = run.started_by ? ` — started by ${personName(run.started_by)}` : "";
-      if (run.stopping) return [`Stopping — requested by ${personName(run.stopping)}`, "stopping"];
-      if (run.status === "queued") return [`Queued${by}`, "queued"];
-      const turn = run.turn ? ` · step ${run.turn}` : "";
-      const wait = run.status === "awaiting_approval" ? " · waiting for approval"
-        : run.status === "awaiting_input" ? " · waiting for an answer" : "";
-      return [`Running${by}${wait}${turn}`, run.status || "running"];
+      if (run.stopping) return [named(gettext("Stopping — requested by %(name)s"), run.stopping),
+                                "stopping"];
+      let text = run.started_by ? named(gettext("Running — started by %(name)s"), run.started_by)
+        : gettext("Running");
+      if (run.status === "queued") {
+        text = run.started_by ? named(gettext("Queued — started by %(name)s"), run.started_by)
+          : gettext("Queued");
+        return [text, "queued"];
+      }
+      if (run.status === "awaiting_approval") text += gettext(" · waiting for approval");
+      if (run.status === "awaiting_input") text += gettext(" · waiting for an answer");
+      if (run.turn) text += interpolate(gettext(" · step %(turn)s"), { turn: run.turn }, true);
+      return [text, run.status || "running"];
     }
     const end = this.store.lastEnd;
-    if (!end) return ["Idle", "idle"];
+    if (!end) return [gettext("Idle"), "idle"];
     switch (end.status) {
-      case "completed": return ["Completed", "completed"];
+      case "completed": return [gettext("Completed"), "completed"];
       case "cancelled":
-        return [end.stopped_by ? `Stopped by ${personName(end.stopped_by)}` : "Stopped", "cancelled"];
-      case "interrupted": return ["Interrupted — the worker stopped responding", "interrupted"];
-      default: return [`Failed${end.error_kind ? ` (${end.error_kind})` : ""}`, end.status];
+        return [end.stopped_by ? named(gettext("Stopped by %(name)s"), end.stopped_by)
+          : gettext("Stopped"), "cancelled"];
+      case "interrupted": return [gettext("Interrupted — the worker stopped responding"),
+                                  "interrupted"];
+      default: return [end.error_kind ? interpolate(gettext("Failed (%(kind)s)"),
+                                                    { kind: end.error_kind }, true)
+        : gettext("Failed"), end.status];
     }
   }
 
@@ -307,7 +321,7 @@ export class Renderer {
     const composer = this.root.querySelector("#composer");
     if (composer) {
       const note = element("p", "viewer-note",
-                           "You are watching as a viewer: you see everything but cannot send.");
+                           gettext("You are watching as a viewer: you see everything but cannot send."));
       note.id = "viewer-note";
       composer.replaceWith(note);
     }
@@ -323,7 +337,7 @@ export class Renderer {
       li.dataset.userId = String(person.id);
       if (String(person.id) === String(this.store.you.id)) {
         li.classList.add("me");
-        li.append(element("span", "you-tag", " (you)"));
+        li.append(element("span", "you-tag", gettext(" (you)")));
       }
       return li;
     });
@@ -334,8 +348,9 @@ export class Renderer {
     const typing = this.root.querySelector("#typing");
     const people = this.store.typers().map(personName);
     const text = people.length === 0 ? ""
-      : people.length === 1 ? `${people[0]} is typing…`
-        : `${people.slice(0, -1).join(", ")} and ${people.at(-1)} are typing…`;
+      : people.length === 1 ? interpolate(gettext("%(name)s is typing…"), { name: people[0] }, true)
+        : interpolate(gettext("%(names)s and %(last)s are typing…"),
+                      { names: people.slice(0, -1).join(gettext(", ")), last: people.at(-1) }, true);
     setText(typing, text);
     clearTimeout(this.typingTimer);
     if (people.length) {
@@ -361,16 +376,23 @@ export class Renderer {
       meter.low = u.context_window * 0.6;
       meter.high = u.context_window * 0.85;
       meter.optimum = 0;
-      line.append(element("span", "usage-label", `Context ${pct}% full`), meter,
-                  element("span", "usage-numbers",
-                          `${fmt(u.context_tokens)} / ${fmt(u.context_window)} tokens`));
+      line.append(element("span", "usage-label",
+                          interpolate(gettext("Context %(pct)s full"), { pct: `${pct}%` }, true)),
+                  meter,
+                  element("span", "usage-numbers", interpolate(
+                    gettext("%(used)s / %(window)s tokens"),
+                    { used: fmt(u.context_tokens), window: fmt(u.context_window) }, true)));
       parts.push(line);
     }
     const t = u.usage || {};
-    const last = [`${fmt(t.input_tokens)} in`, `${fmt(t.output_tokens)} out`];
-    if (t.cached_input_tokens) last.push(`${fmt(t.cached_input_tokens)} cached`);
-    if (t.reasoning_tokens) last.push(`${fmt(t.reasoning_tokens)} reasoning`);
-    parts.push(element("div", "usage-last", `Last call: ${last.join(" · ")}`));
+    const count = (text, n) => interpolate(text, { n: fmt(n) }, true);
+    const last = [count(gettext("%(n)s in"), t.input_tokens),
+                  count(gettext("%(n)s out"), t.output_tokens)];
+    if (t.cached_input_tokens) last.push(count(gettext("%(n)s cached"), t.cached_input_tokens));
+    if (t.reasoning_tokens) last.push(count(gettext("%(n)s reasoning"), t.reasoning_tokens));
+    parts.push(element("div", "usage-last",
+                       interpolate(gettext("Last call: %(parts)s"), { parts: last.join(" · ") },
+                                   true)));
     box.replaceChildren(...parts);
   }
 
@@ -389,7 +411,7 @@ export class Renderer {
       close.type = "button";
       close.dataset.action = "dismiss";
       close.dataset.noticeId = n.id;
-      close.setAttribute("aria-label", "Dismiss");
+      close.setAttribute("aria-label", gettext("Dismiss"));
       div.append(close);
       return div;
     }));

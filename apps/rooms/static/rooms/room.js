@@ -7,10 +7,10 @@ import { RoomSocket } from "./socket.js";
 import { Store } from "./store.js";
 
 const CONNECTION_TEXT = {
-  connecting: "Connecting…",
-  open: "Connected",
-  reconnecting: "Reconnecting…",
-  closed: "Disconnected",
+  connecting: gettext("Connecting…"),
+  open: gettext("Connected"),
+  reconnecting: gettext("Reconnecting…"),
+  closed: gettext("Disconnected"),
 };
 
 function clientId() {
@@ -45,8 +45,8 @@ function start(root) {
       renderer.setConnection(state, CONNECTION_TEXT[state] || state);
       if (state === "closed") {
         store.notice("connection", "error", detail === "not_found"
-          ? "This conversation is not available to you (not found)."
-          : "You are signed out: sign in again to rejoin the room.", { replace: true });
+          ? gettext("This conversation is not available to you (not found).")
+          : gettext("You are signed out: sign in again to rejoin the room."), { replace: true });
         renderer.schedule();
       }
     },

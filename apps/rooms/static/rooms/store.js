@@ -2,7 +2,8 @@
 // events in `seq` order. No DOM here: every change marks what it touched, and render.js redraws
 // only that, once per animation frame.
 
-const SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]";
+// The engine's marker of a summary message (apps/engine/compaction), matched, never shown.
+const SUMMARY_PREFIX = "[Summary of the earlier conversation, written when it was compacted]"; // i18n: not prose
 const ACTIVE_CALL = new Set(["streaming", "ready", "running", "waiting"]);
 const MAX_NOTICES = 8;
 const MAX_SUB_LINES = 30;
@@ -25,7 +26,7 @@ function resultText(result) {
 }
 
 export function personName(person) {
-  return person && person.name ? person.name : "someone";
+  return person && person.name ? person.name : gettext("someone");
 }
 
 export class Store {
@@ -170,7 +171,7 @@ export class Store {
   _fillFromBlocks(msg, blocks, reasoning) {
     const thinking = blocksText(blocks, "thinking", "thinking");
     const redacted = (blocks || []).some((b) => b.type === "redacted_thinking");
-    msg.thinking = [reasoning || "", thinking, redacted ? "(some reasoning is redacted)" : ""]
+    msg.thinking = [reasoning || "", thinking, redacted ? gettext("(some reasoning is redacted)") : ""]
       .filter(Boolean).join("\n\n");
     msg.text = blocksText(blocks, "text", "text");
     const uses = (blocks || []).filter((b) => b.type === "tool_use");
@@ -239,8 +240,10 @@ export class Store {
     for (const change of state.wiki_changes || []) this._wikiChange(change);
     const compaction = state.compaction || {};
     if (compaction.paused_until && new Date(compaction.paused_until) > new Date()) {
-      this._compactionPaused(`${compaction.failures} compactions failed in a row`,
-                             compaction.paused_until);
+      const why = interpolate(ngettext("%(n)s compaction failed in a row",
+                                       "%(n)s compactions failed in a row",
+                                       compaction.failures), { n: compaction.failures }, true);
+      this._compactionPaused(why, compaction.paused_until);
     }
     if (state.usage) this.usage = state.usage;
     this._settleCalls(this.run ? "running" : "error");
@@ -385,7 +388,7 @@ export class Store {
       for (const call of msg.calls) {
         if (!ACTIVE_CALL.has(call.status) || orphanStatus === "running") continue;
         call.status = "error";
-        call.note = "did not finish";
+        call.note = gettext("did not finish");
         this.touch(msg);
       }
     }
@@ -432,8 +435,9 @@ export class Store {
   _compactionPaused(why, until) {
     // The breaker's cooldown (DESIGN 2.6): say so until a compaction works ("compacted"
     // replaces this notice).
-    this.notice("compaction", "warn", `${why}: automatic compaction is paused until `
-      + `${fmtClock(until)}. “Compact now” tries again at once.`, { replace: true });
+    const text = gettext("%(why)s: automatic compaction is paused until %(until)s. “Compact now” tries again at once.");
+    this.notice("compaction", "warn", interpolate(text, { why, until: fmtClock(until) }, true),
+                { replace: true });
   }
 
   _runStatus(status) {
@@ -547,8 +551,10 @@ const HANDLERS = {
     this._settleCalls("error");
     this.dirty.run = true;
     if (ev.status === "failed" || ev.status === "interrupted") {
-      const why = ev.message || ev.error_kind || "unknown error";
-      this.notice("run_ended", "error", `The run ${ev.status === "failed" ? "failed" : "was interrupted"}: ${why}`);
+      const why = ev.message || ev.error_kind || gettext("unknown error");
+      const text = ev.status === "failed" ? gettext("The run failed: %(why)s")
+        : gettext("The run was interrupted: %(why)s");
+      this.notice("run_ended", "error", interpolate(text, { why }, true));
     }
   },
   message_started(ev) {
@@ -636,24 +642,30 @@ const HANDLERS = {
   },
   retrying(ev) {
     const what = (ev.error_kind || "error").replaceAll("_", " ");
-    this.notice("retrying", "warn", `provider ${what}, retrying in ${fmtSeconds(ev.delay_s)} s, `
-      + `attempt ${ev.attempt} of ${ev.max_attempts}`, { replace: true });
+    const text = gettext("provider %(what)s, retrying in %(seconds)s s, attempt %(attempt)s of %(max)s");
+    this.notice("retrying", "warn", interpolate(text, {
+      what, seconds: fmtSeconds(ev.delay_s), attempt: ev.attempt, max: ev.max_attempts }, true),
+    { replace: true });
   },
   compaction_started(ev) {
-    this.notice("compaction", "info", `Compacting the conversation (${ev.reason}, `
-      + `${ev.tokens_before.toLocaleString()} tokens)…`, { replace: true });
+    const text = gettext("Compacting the conversation (%(reason)s, %(tokens)s tokens)…");
+    this.notice("compaction", "info", interpolate(text, {
+      reason: ev.reason, tokens: ev.tokens_before.toLocaleString() }, true), { replace: true });
   },
   compacted(ev) {
-    this.notice("compaction", "info", `Compacted: ${ev.messages_removed} earlier messages `
-      + `summarized (${ev.tokens_before.toLocaleString()} → ${ev.tokens_after.toLocaleString()} `
-      + "tokens)", { replace: true });
+    const text = gettext("Compacted: %(n)s earlier messages summarized (%(before)s → %(after)s tokens)");
+    this.notice("compaction", "info", interpolate(text, {
+      n: ev.messages_removed, before: ev.tokens_before.toLocaleString(),
+      after: ev.tokens_after.toLocaleString() }, true), { replace: true });
   },
   compaction_failed(ev) {
     if (ev.paused_until) {
-      this._compactionPaused(`Compaction failed ${ev.consecutive_failures} times in a row `
-        + `(${ev.message})`, ev.paused_until);
+      const why = interpolate(gettext("Compaction failed %(n)s times in a row (%(message)s)"),
+                              { n: ev.consecutive_failures, message: ev.message }, true);
+      this._compactionPaused(why, ev.paused_until);
     } else {
-      this.notice("compaction", "warn", `Compaction failed: ${ev.message}`, { replace: true });
+      this.notice("compaction", "warn", interpolate(gettext("Compaction failed: %(message)s"),
+                                                    { message: ev.message }, true), { replace: true });
     }
   },
   warning(ev) {

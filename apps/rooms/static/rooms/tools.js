@@ -6,13 +6,13 @@
 import { setMarkdown } from "./markdown.js";
 
 const STATUS_TEXT = {
-  streaming: "running",
-  ready: "running",
-  running: "running",
-  waiting: "waiting for approval",
-  done: "done",
-  error: "error",
-  denied: "denied",
+  streaming: gettext("running"),
+  ready: gettext("running"),
+  running: gettext("running"),
+  waiting: gettext("waiting for approval"),
+  done: gettext("done"),
+  error: gettext("error"),
+  denied: gettext("denied"),
 };
 const PREVIEW_CHARS = 400;
 const shownQuestion = new WeakMap(); // .ask-question element -> the text it shows
@@ -58,8 +58,11 @@ function duration(ms) {
 
 function decisionText(decision) {
   if (!decision) return "";
-  if (!decision.by) return decision.approved ? "Approved" : "Denied: nobody decided in time";
-  return `${decision.approved ? "Approved" : "Denied"} by ${decision.by}`;
+  if (!decision.by) {
+    return decision.approved ? gettext("Approved") : gettext("Denied: nobody decided in time");
+  }
+  const text = decision.approved ? gettext("Approved by %(name)s") : gettext("Denied by %(name)s");
+  return interpolate(text, { name: decision.by }, true);
 }
 
 /** A new, empty card element for `call`. */
@@ -78,10 +81,10 @@ function renderApproval(card, call, canWrite) {
     const div = element("div", "tool-approval");
     div.append(element("p", "tool-reason"));
     if (canWrite) {
-      const approve = element("button", "approve", "Approve");
+      const approve = element("button", "approve", gettext("Approve"));
       approve.type = "button";
       approve.dataset.action = "approve";
-      const deny = element("button", "deny", "Deny");
+      const deny = element("button", "deny", gettext("Deny"));
       deny.type = "button";
       deny.dataset.action = "deny";
       div.append(approve, deny);
@@ -91,7 +94,7 @@ function renderApproval(card, call, canWrite) {
   if (box && !waiting) {
     box.remove();
   } else if (box) {
-    setText(box.querySelector(".tool-reason"), call.reason || "This tool call needs approval.");
+    setText(box.querySelector(".tool-reason"), call.reason || gettext("This tool call needs approval."));
   }
   const decided = decisionText(call.decision);
   const by = child(card, ".decided-by", decided ? () => element("p", "decided-by") : null);
@@ -111,15 +114,15 @@ function renderQuestion(card, call, canWrite) {
   if (open && canWrite && !form) {
     form = element("form", "ask-user");
     form.dataset.questionId = q.id;
-    const label = element("label", "visually-hidden", "Your answer");
+    const label = element("label", "visually-hidden", gettext("Your answer"));
     const area = element("textarea");
     area.name = "answer";
     area.rows = 2;
     area.required = true;
     area.id = `answer-${q.id}`.replace(/[^A-Za-z0-9_-]/g, "_");
     label.htmlFor = area.id;
-    area.placeholder = "Answer the agent — Enter sends";
-    const submit = element("button", null, "Answer");
+    area.placeholder = gettext("Answer the agent — Enter sends");
+    const submit = element("button", null, gettext("Answer"));
     submit.type = "submit";
     submit.dataset.action = "answer";
     form.append(label, area, submit);
@@ -128,13 +131,16 @@ function renderQuestion(card, call, canWrite) {
   if (!open) {
     if (form) form.remove();
     const answered = child(card, ".answered-by", () => element("p", "answered-by"));
-    setText(answered, q.by ? `Answered by ${q.by}: ${q.answer}` : "Nobody answered in time.");
+    setText(answered, q.by
+      ? interpolate(gettext("Answered by %(name)s: %(answer)s"), { name: q.by, answer: q.answer },
+                    true)
+      : gettext("Nobody answered in time."));
   }
 }
 
 function renderResult(card, call) {
   if (!call.result) return;
-  const text = call.result.text || "(no output)";
+  const text = call.result.text || gettext("(no output)");
   const box = child(card, ".tool-result", () => {
     const div = element("div", "tool-result");
     div.append(element("pre", "tool-result-preview"));
@@ -146,11 +152,12 @@ function renderResult(card, call) {
   if (text.length > PREVIEW_CHARS) {
     const more = child(box, "details", () => {
       const details = element("details", "tool-result-full");
-      details.append(element("summary", null, `Show all (${text.length.toLocaleString()} characters)`),
-                     element("pre"));
+      const all = interpolate(gettext("Show all (%(n)s characters)"),
+                              { n: text.length.toLocaleString() }, true);
+      details.append(element("summary", null, all), element("pre"));
       return details;
     });
-    const shown = text.length > FULL_CHARS ? `${text.slice(0, FULL_CHARS)}\n… (cut)` : text;
+    const shown = text.length > FULL_CHARS ? `${text.slice(0, FULL_CHARS)}\n${gettext("… (cut)")}` : text;
     setText(more.querySelector("pre"), shown);
   }
 }

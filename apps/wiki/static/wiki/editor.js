@@ -28,7 +28,7 @@ export function setupEditor(form, { onSubmit }) {
 
   async function refresh() {
     const mine = ++sequence;
-    state.textContent = "(updating…)";
+    state.textContent = gettext("(updating…)");
     const body = new FormData();
     body.append("content", area.value);
     body.append("path", form.dataset.path || "");
@@ -46,7 +46,7 @@ export function setupEditor(form, { onSubmit }) {
       pane.replaceChildren(template.content);
       state.textContent = "";
     } catch {
-      if (mine >= shown) state.textContent = "(preview unavailable — the text is still yours)";
+      if (mine >= shown) state.textContent = gettext("(preview unavailable — the text is still yours)");
     }
   }
 
@@ -54,12 +54,13 @@ export function setupEditor(form, { onSubmit }) {
     const bytes = new TextEncoder().encode(area.value).length;
     const problems = [];
     if (MARKERS.test(area.value)) {
-      problems.push("The text still has conflict markers (<<<<<<< … >>>>>>>): "
-                    + "remove them unless you mean to keep them.");
+      problems.push(gettext(
+        "The text still has conflict markers (<<<<<<< … >>>>>>>): remove them unless you mean to keep them."));
     }
     if (limit && bytes > limit) {
-      problems.push(`The page is ${bytes.toLocaleString()} bytes; the limit is `
-                    + `${limit.toLocaleString()}.`);
+      problems.push(interpolate(gettext("The page is %(bytes)s bytes; the limit is %(limit)s."),
+                                { bytes: bytes.toLocaleString(), limit: limit.toLocaleString() },
+                                true));
     }
     warning.textContent = problems.join(" ");
     warning.hidden = problems.length === 0;

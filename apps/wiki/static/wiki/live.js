@@ -25,8 +25,8 @@ export function pageUrlFor(teamId, path) {
 }
 
 function who(author, me) {
-  if (!author) return { text: "someone" };
-  return { text: author === me ? "you (in another window)" : author };
+  if (!author) return { text: gettext("someone") };
+  return { text: author === me ? gettext("you (in another window)") : author };
 }
 
 /**
@@ -38,43 +38,45 @@ export function describe(frame, mode, page) {
   if (frame.type === "wiki_page") {
     if (!page.path || frame.path !== page.path) return null;
     if ((frame.blob || "") === (page.blob || "")) return null;
-    if (!frame.blob) return ["This page was deleted since you opened it."];
-    return ["This page was changed by ", who(frame.author, page.me),
-            " since you opened it. ", ...followUp(mode, page)];
+    if (!frame.blob) return [gettext("This page was deleted since you opened it.")];
+    return [gettext("This page was changed by "), who(frame.author, page.me),
+            gettext(" since you opened it. "), ...followUp(mode, page)];
   }
   if (frame.type !== "wiki_changed") return null;
   if (mode === "tree") {
-    const reload = { text: "Reload the tree", href: window.location.pathname, action: "reload" };
+    const reload = { text: gettext("Reload the tree"), href: window.location.pathname,
+                     action: "reload" };
     if (frame.action === "rename" && frame.from) {
-      return [{ text: frame.from }, " was renamed to ", { text: frame.path }, " by ",
-              who(frame.author, page.me), ". ", reload];
+      return [{ text: frame.from }, gettext(" was renamed to "), { text: frame.path },
+              gettext(" by "), who(frame.author, page.me), gettext(". "), reload];
     }
-    return [{ text: frame.path }, ` was ${verb(frame.action)} by `, who(frame.author, page.me),
-            ". ", reload];
+    return [{ text: frame.path }, verb(frame.action), who(frame.author, page.me), gettext(". "),
+            reload];
   }
   const moved = frame.action === "rename" && frame.from === page.path;
   if (frame.path !== page.path && !moved) return null;
   if (frame.commit && frame.commit === page.commit) return null; // what this page shows
   if (moved) {
-    return ["This page was renamed to ",
+    return [gettext("This page was renamed to "),
             { text: frame.path, href: pageUrlFor(page.teamId, frame.path), action: "reload" },
-            " by ", who(frame.author, page.me),
-            mode === "read" ? "." : ". Saving here would create the old name again."];
+            gettext(" by "), who(frame.author, page.me),
+            mode === "read" ? gettext(".") : gettext(". Saving here would create the old name again.")];
   }
   if (frame.action === "delete") {
-    return ["This page was deleted by ", who(frame.author, page.me),
-            mode === "read" ? "." : ". Saving here creates it again."];
+    return [gettext("This page was deleted by "), who(frame.author, page.me),
+            mode === "read" ? gettext(".") : gettext(". Saving here creates it again.")];
   }
-  return ["This page was changed by ", who(frame.author, page.me), " just now. ",
+  return [gettext("This page was changed by "), who(frame.author, page.me), gettext(" just now. "),
           ...followUp(mode, page)];
 }
 
 function followUp(mode, page) {
-  if (mode === "read") return [{ text: "Reload", href: page.pageUrl, action: "reload" }];
-  return ["Your save will merge with their change; where the two overlap you choose what "
-          + "to keep."];
+  if (mode === "read") return [{ text: gettext("Reload"), href: page.pageUrl, action: "reload" }];
+  return [gettext("Your save will merge with their change; where the two overlap you choose what to keep.")];
 }
 
 function verb(action) {
-  return { delete: "deleted", rename: "renamed", restore: "restored" }[action] || "changed";
+  // " was <verb> by ": whole phrases, so each language orders its own words
+  return { delete: gettext(" was deleted by "), rename: gettext(" was renamed by "),
+           restore: gettext(" was restored by ") }[action] || gettext(" was changed by ");
 }
