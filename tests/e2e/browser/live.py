@@ -211,5 +211,23 @@ def save_screenshot(page: Page, stem: str) -> Path:
     return path
 
 
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
+
+
+def docs_screenshot(page: Page, stem: str, *, max_height: int = 900) -> None:
+    """``artifacts/<stem>.png`` (the whole page), and with CONFAB_DOCS_SCREENSHOTS=1 the
+    README's copy ``docs/screenshots/<stem>.png``: the top of the page down to the end of its
+    content, at most ``max_height`` pixels."""
+    save_screenshot(page, stem)
+    if os.environ.get("CONFAB_DOCS_SCREENSHOTS") != "1":
+        return
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    bottom = page.evaluate("() => Math.ceil(document.querySelector('main')"
+                           ".getBoundingClientRect().bottom + window.scrollY)")
+    width = page.viewport_size["width"] if page.viewport_size else 1200
+    page.screenshot(path=DOCS_SCREENSHOTS / f"{stem}.png", full_page=True, animations="disabled",
+                    clip={"x": 0, "y": 0, "width": width, "height": min(bottom + 8, max_height)})
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:80]

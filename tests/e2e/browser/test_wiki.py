@@ -15,22 +15,20 @@ to ``artifacts/``; with ``CONFAB_DOCS_SCREENSHOTS=1`` they also replace the READ
 from __future__ import annotations
 
 import json
-import os
 import re
 import urllib.request
 import uuid
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Dialog, Page, expect
 
-from tests.e2e.browser.live import ConfabServer, People, save_screenshot
+from tests.e2e.browser.live import ConfabServer, People
+from tests.e2e.browser.live import docs_screenshot as live_docs_screenshot
 
 pytestmark = pytest.mark.e2e
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
 PLAN = ("# Launch plan\n\n"
         "Date: to be decided\n\n"
         "Owner: nobody yet\n\n"
@@ -105,18 +103,8 @@ def save(page: Page, text: str | None = None, message: str = "") -> None:
 
 
 def docs_screenshot(page: Page, name: str, *, max_height: int = 900) -> None:
-    """``artifacts/wiki-<name>.png`` (the whole page), and with CONFAB_DOCS_SCREENSHOTS=1 the
-    README's copy: the top of the page down to the end of its content, at most
-    ``max_height`` pixels."""
-    save_screenshot(page, f"wiki-{name}")
-    if os.environ.get("CONFAB_DOCS_SCREENSHOTS") != "1":
-        return
-    DOCS.mkdir(parents=True, exist_ok=True)
-    bottom = page.evaluate("() => Math.ceil(document.querySelector('main')"
-                           ".getBoundingClientRect().bottom + window.scrollY)")
-    width = page.viewport_size["width"] if page.viewport_size else 1200
-    page.screenshot(path=DOCS / f"wiki-{name}.png", full_page=True, animations="disabled",
-                    clip={"x": 0, "y": 0, "width": width, "height": min(bottom + 8, max_height)})
+    """:func:`tests.e2e.browser.live.docs_screenshot` as ``wiki-<name>``."""
+    live_docs_screenshot(page, f"wiki-{name}", max_height=max_height)
 
 
 # -- two people, one page ----------------------------------------------------------------------
