@@ -40,7 +40,7 @@ class SignupForm(UserCreationForm):
         super().__init__(*args, **kwargs)
         self.request = request
         self.fields["email"].required = True
-        self.fields["display_name"].help_text = "How the room shows you (optional)."
+        self.fields["display_name"].help_text = _("How the room shows you (optional).")
 
     def clean(self) -> dict[str, Any]:
         """Refuse at once past the throttle's limit; else Django's checks."""
@@ -109,7 +109,7 @@ class InvitationForm(forms.Form):
 
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
     email = forms.EmailField(required=False,
-                             help_text="Only a person with this address may use the link.")
+                             help_text=_("Only a person with this address may use the link."))
 
     def __init__(self, *args: Any, roles: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -120,4 +120,4 @@ class TokenForm(forms.Form):
     """A new API token's name."""
 
     name = forms.CharField(max_length=ApiToken._meta.get_field("name").max_length,
-                           help_text="What it is for, e.g. \u201claptop script\u201d.")
+                           help_text=_("What it is for, e.g. “laptop script”."))

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractUser
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext_lazy as _
 
 from apps.common.models import TimeStampedModel
 
@@ -46,10 +47,10 @@ class Role(models.TextChoices):
     """What a member may do. Viewers watch; members talk, steer, stop and approve; admins and
     owners also manage the team."""
 
-    OWNER = "owner", "Owner"
-    ADMIN = "admin", "Admin"
-    MEMBER = "member", "Member"
-    VIEWER = "viewer", "Viewer"
+    OWNER = "owner", _("Owner")
+    ADMIN = "admin", _("Admin")
+    MEMBER = "member", _("Member")
+    VIEWER = "viewer", _("Viewer")
 
     @property
     def can_write(self) -> bool:

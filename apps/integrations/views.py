@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.models import Team, User
@@ -94,7 +95,7 @@ def team_model(request: HttpRequest, team_id: int) -> HttpResponse:
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, "The default model is saved.")
+        messages.success(request, _("The default model is saved."))
     return redirect("integrations:team_settings", team_id=team_id)
 
 
@@ -131,7 +132,7 @@ def team_tools(request: HttpRequest, team_id: int) -> HttpResponse:
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, "The tool policy is saved.")
+        messages.success(request, _("The tool policy is saved."))
     return redirect("integrations:team_settings", team_id=team_id)
 
 
@@ -148,7 +149,8 @@ def mcp_server_add(request: HttpRequest, team_id: int) -> HttpResponse:
         except ApplicationError as error:
             _form_refusal(request, form, error)
         else:
-            messages.success(request, f"The MCP server {server.name} is added.")
+            messages.success(request, _("The MCP server %(name)s is added.")
+                             % {"name": server.name})
             return redirect(_mcp_anchor(team_id))
     return _settings_page(request, team, mcp_form=form)
 
@@ -171,7 +173,8 @@ def mcp_server_edit(request: HttpRequest, team_id: int, server_id: int) -> HttpR
         except ApplicationError as error:
             _form_refusal(request, form, error)
         else:
-            messages.success(request, f"The MCP server {form.cleaned_data['name']} is saved.")
+            messages.success(request, _("The MCP server %(name)s is saved.")
+                             % {"name": form.cleaned_data["name"]})
             return redirect(_mcp_anchor(team_id))
     context = {"team": team, "server": server, "form": form or McpHttpServerForm.of(server)}
     return render(request, "integrations/mcp_server_edit.html", context)
@@ -187,7 +190,7 @@ def mcp_server_remove(request: HttpRequest, team_id: int, server_id: int) -> Htt
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, "The MCP server is deleted.")
+        messages.success(request, _("The MCP server is deleted."))
     return redirect(_mcp_anchor(team_id))
 
 
@@ -214,7 +217,8 @@ def mcp_catalog_on(request: HttpRequest, team_id: int, server_id: int) -> HttpRe
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, f"The MCP server {enablement.server.name} is enabled.")
+        messages.success(request, _("The MCP server %(name)s is enabled.")
+                         % {"name": enablement.server.name})
     return redirect(_mcp_anchor(team_id))
 
 
@@ -228,7 +232,7 @@ def mcp_catalog_off(request: HttpRequest, team_id: int, server_id: int) -> HttpR
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, "The MCP server is disabled for the team.")
+        messages.success(request, _("The MCP server is disabled for the team."))
     return redirect(_mcp_anchor(team_id))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.validators import RegexValidator
+from django.utils.translation import gettext_lazy as _
 
 from apps.wiki.converters import nfc
 
@@ -25,8 +26,8 @@ def normalize_page_path(text: str) -> str:
 
 class _Message(forms.Form):
     message = forms.CharField(
-        max_length=MESSAGE_MAX, required=False, strip=True, label="Describe the change",
-        widget=forms.TextInput(attrs={"placeholder": "What changed (optional)"}))
+        max_length=MESSAGE_MAX, required=False, strip=True, label=_("Describe the change"),
+        widget=forms.TextInput(attrs={"placeholder": _("What changed (optional)")}))
 
 
 class EditForm(_Message):
@@ -54,8 +55,8 @@ class PreviewForm(forms.Form):
 class NewPageForm(forms.Form):
     """The name of a page to create (``ops/Runbook`` or ``ops/Runbook.md``)."""
 
-    path = forms.CharField(max_length=255, label="New page",
-                           widget=forms.TextInput(attrs={"placeholder": "Folder/Page name"}))
+    path = forms.CharField(max_length=255, label=_("New page"),
+                           widget=forms.TextInput(attrs={"placeholder": _("Folder/Page name")}))
 
     def clean_path(self) -> str:
         path = normalize_page_path(self.cleaned_data["path"])
@@ -65,7 +66,7 @@ class NewPageForm(forms.Form):
 
 
 class RenameForm(_Message):
-    to = forms.CharField(max_length=255, label="New name")
+    to = forms.CharField(max_length=255, label=_("New name"))
     expected_blob = forms.CharField(validators=[_BLOB], widget=forms.HiddenInput)
 
     def clean_to(self) -> str:
@@ -85,6 +86,6 @@ class UploadForm(forms.Form):
     """An attachment: the file, and the name to keep it under in ``_files/`` (default: the
     file's own name)."""
 
-    file = forms.FileField(allow_empty_file=False, label="File")
-    name = forms.CharField(max_length=200, required=False, strip=True, label="Save as",
-                           widget=forms.TextInput(attrs={"placeholder": "name.png (optional)"}))
+    file = forms.FileField(allow_empty_file=False, label=_("File"))
+    name = forms.CharField(max_length=200, required=False, strip=True, label=_("Save as"),
+                           widget=forms.TextInput(attrs={"placeholder": _("name.png (optional)")}))

@@ -15,6 +15,7 @@ from django.contrib.auth.forms import PasswordChangeForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -32,8 +33,8 @@ def account(request: HttpRequest) -> HttpResponse:
     form = PasswordChangeForm(request.user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         update_session_auth_hash(request, form.save())
-        messages.success(request, "Your password is changed. Every other session is signed "
-                                  "out, and its open rooms and pages are disconnected.")
+        messages.success(request, _("Your password is changed. Every other session is signed "
+                                    "out, and its open rooms and pages are disconnected."))
         return redirect("accounts:account")
     language_form = LanguageForm(initial={"language": request.user.language,
                                           "next": request.path})
@@ -79,6 +80,7 @@ def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
     """End every session of the person, this one included."""
     user_sign_out_everywhere(user=request.user)
     logout(request)
-    messages.success(request, "You are signed out everywhere: every browser, and every open "
-                              "room and page. Your API tokens still work until you revoke them.")
+    messages.success(request, _("You are signed out everywhere: every browser, and every open "
+                                "room and page. Your API tokens still work until you revoke "
+                                "them."))
     return redirect("accounts:login")

@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from apps.accounts.current import team_switch
@@ -38,8 +39,8 @@ def accept_invitation(request: HttpRequest, token: str) -> None:
         messages.error(request, error.message)
         return
     team_switch(request, membership.team_id)
-    messages.success(request, f"You are in {membership.team.name} as "
-                              f"{membership.role_enum.label.lower()}.")
+    messages.success(request, _("You are in %(team)s as %(role)s.") % {
+        "team": membership.team.name, "role": membership.role_enum.label.lower()})
 
 
 @require_http_methods(["GET", "POST"])

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -54,7 +55,8 @@ def team_new(request: HttpRequest) -> HttpResponse:
             form.add_error("name", error.message)
         else:
             team_switch(request, team.pk)
-            messages.success(request, f"{team.name} is ready. Invite people from Members.")
+            messages.success(request, _("%(team)s is ready. Invite people from Members.")
+                             % {"team": team.name})
             return redirect("home")
     return render(request, "accounts/team_new.html", {"form": form})
 
@@ -84,7 +86,7 @@ def member_role(request: HttpRequest, team_id: int, user_id: int) -> HttpRespons
     target = _target(team_membership(request, team_id).team, user_id)
     form = RoleForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose one of the roles.")
+        messages.error(request, _("Choose one of the roles."))
         return redirect("accounts:team_members", team_id=team_id)
     role = Role(form.cleaned_data["role"])
     try:
@@ -92,7 +94,8 @@ def member_role(request: HttpRequest, team_id: int, user_id: int) -> HttpRespons
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, f"{target.user.shown_name} is now {role.label.lower()}.")
+        messages.success(request, _("%(name)s is now %(role)s.")
+                         % {"name": target.user.shown_name, "role": role.label.lower()})
     return redirect("accounts:team_members", team_id=team_id)
 
 
@@ -107,9 +110,10 @@ def member_remove(request: HttpRequest, team_id: int, user_id: int) -> HttpRespo
         refusal(request, error)
         return redirect("accounts:team_members", team_id=team_id)
     if target.user_id == request.user.pk:
-        messages.success(request, f"You left {target.team.name}.")
+        messages.success(request, _("You left %(team)s.") % {"team": target.team.name})
         return redirect("home")
-    messages.success(request, f"{target.user.shown_name} is no longer in {target.team.name}.")
+    messages.success(request, _("%(name)s is no longer in %(team)s.")
+                     % {"name": target.user.shown_name, "team": target.team.name})
     return redirect("accounts:team_members", team_id=team_id)
 
 
@@ -123,7 +127,7 @@ def invitation_new(request: HttpRequest, team_id: int) -> HttpResponse:
     if not form.is_valid():
         return _members_page(request, membership, invite_form=form)
     try:
-        _, raw = invitation_create(team=membership.team, role=form.cleaned_data["role"],
+        _invitation, raw = invitation_create(team=membership.team, role=form.cleaned_data["role"],
                                    email=form.cleaned_data["email"], by=request.user)
     except ApplicationError as error:
         refusal(request, error)
@@ -142,7 +146,7 @@ def invitation_revoke_view(request: HttpRequest, team_id: int, invitation_id: in
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, "The invitation is revoked: its link no longer works.")
+        messages.success(request, _("The invitation is revoked: its link no longer works."))
     return redirect("accounts:team_members", team_id=team_id)
 
 

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -27,7 +28,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
     raw = None
     if request.method == "POST" and form.is_valid():
         try:
-            _, raw = api_token_create(user=request.user, name=form.cleaned_data["name"])
+            _token, raw = api_token_create(user=request.user, name=form.cleaned_data["name"])
         except ApplicationError as error:
             form.add_error("name", error.message)
         else:
@@ -45,5 +46,6 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     except ApplicationError as error:
         refusal(request, error)
     else:
-        messages.success(request, f"The token {token.prefix}\u2026 is revoked.")
+        messages.success(request, _("The token %(prefix)s… is revoked.")
+                         % {"prefix": token.prefix})
     return redirect("accounts:tokens")

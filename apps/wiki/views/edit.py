@@ -16,6 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.models import Membership
@@ -84,12 +85,12 @@ def _save(request: HttpRequest, membership: Membership, path: str) -> HttpRespon
         form.add_error(None, error.message)
         return _editor(request, membership, path, form, new=new, status=error.status)
     if not result.changed:
-        messages.info(request, "Nothing to save: the page already says this.")
+        messages.info(request, _("Nothing to save: the page already says this."))
     elif result.merged:
-        messages.success(request, "Saved. Someone else changed this page meanwhile: their "
-                                  "change and yours were merged.")
+        messages.success(request, _("Saved. Someone else changed this page meanwhile: their "
+                                    "change and yours were merged."))
     else:
-        messages.success(request, "Created the page." if new else "Saved.")
+        messages.success(request, _("Created the page.") if new else _("Saved."))
     return redirect(page_url(membership.team_id, path))
 
 
@@ -170,7 +171,7 @@ def new_page(request: HttpRequest, team_id: int) -> HttpResponse:
     membership = writer(request, team_id)
     form = NewPageForm(request.GET)
     if not form.is_valid():
-        messages.error(request, "Name the page to create, like 'Team/Onboarding'.")
+        messages.error(request, _("Name the page to create, like 'Team/Onboarding'."))
         return redirect("wiki:tree", team_id=membership.team_id)
     path = form.cleaned_data["path"]
     try:
@@ -179,7 +180,7 @@ def new_page(request: HttpRequest, team_id: int) -> HttpResponse:
         messages.error(request, error.message)
         return redirect("wiki:tree", team_id=membership.team_id)
     if not is_page(path):
-        messages.error(request, "Pages cannot live under _files/: that folder holds "
-                                "attachments.")
+        messages.error(request, _("Pages cannot live under _files/: that folder holds "
+                                  "attachments."))
         return redirect("wiki:tree", team_id=membership.team_id)
     return redirect("wiki:edit", team_id=membership.team_id, path=path)

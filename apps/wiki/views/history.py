@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.models import Team
@@ -126,6 +127,6 @@ def restore(request: HttpRequest, team_id: int, path: str) -> HttpResponse:
     except ApplicationError as error:
         refusal(request, error)  # 404 / 403, else the reason on the history page
         return redirect("wiki:history", team_id=team_id, path=path)
-    messages.success(request, f"Restored the version of {rev[:10]}: it is the newest "
-                              "revision now, and the history keeps every other one.")
+    messages.success(request, _("Restored the version of %(rev)s: it is the newest revision "
+                                "now, and the history keeps every other one.") % {"rev": rev[:10]})
     return redirect(page_url(team_id, path))

@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.accounts.models import Membership
@@ -69,7 +70,7 @@ def rename(request: HttpRequest, team_id: int, path: str) -> HttpResponse:
         return _refused(request, membership, path, "wiki/rename.html", error,
                         RenameForm(initial={"to": form.cleaned_data["to"], "expected_blob": blob,
                                             "message": form.cleaned_data["message"]}))
-    messages.success(request, f"Renamed {path} to {result.path}.")
+    messages.success(request, _("Renamed %(old)s to %(new)s.") % {"old": path, "new": result.path})
     return redirect(page_url(team_id, result.path))
 
 
@@ -94,7 +95,8 @@ def delete(request: HttpRequest, team_id: int, path: str) -> HttpResponse:
         return _refused(request, membership, path, "wiki/delete.html", error,
                         DeleteForm(initial={"expected_blob": blob,
                                             "message": form.cleaned_data["message"]}))
-    messages.success(request, f"Deleted {path}. Its history stays: restore it from there.")
+    messages.success(request, _("Deleted %(path)s. Its history stays: restore it from there.")
+                     % {"path": path})
     return redirect("wiki:tree", team_id=team_id)
 
 
@@ -136,8 +138,8 @@ def upload(request: HttpRequest, team_id: int) -> HttpResponse:
             refusal(request, error)
         return tree_page(request, membership, upload_form=form, status=error.status,
                          upload_error=f"{name}: {error.message}")
-    messages.success(request, f"Uploaded {result.path}. Link it from a page as "
-                              f"![{name}]({result.path}) or [{name}]({result.path}).")
+    messages.success(request, _("Uploaded %(path)s. Link it from a page as ![%(name)s](%(path)s) "
+                                "or [%(name)s](%(path)s).") % {"path": result.path, "name": name})
     return redirect("wiki:tree", team_id=team_id)
 
 

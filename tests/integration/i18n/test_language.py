@@ -107,3 +107,14 @@ def test_the_header_switch_goes_back_to_the_page_it_was_on(alice: User) -> None:
     page = f"http://testserver{ACCOUNT}"
     response = signed_in(alice).post(SWITCH, {"language": "zh-hans"}, HTTP_REFERER=page)
     assert response["Location"] == page
+
+
+def test_roles_and_notices_from_python_are_translated_too(alice: User, acme) -> None:
+    alice.language = "zh-hans"
+    alice.save()
+    client = signed_in(alice)
+    members = client.get(reverse("accounts:team_members", args=[acme.pk])).content.decode()
+    assert "所有者" in members  # Role.OWNER's label
+    invited = client.post(reverse("accounts:invitation_new", args=[acme.pk]),
+                          {"role": "member"}, follow=True).content.decode()
+    assert "请立即发送此链接。" in invited
