@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from apps.engine.tools.base import BaseTool
 from apps.engine.tools.defaults import default_tools
@@ -70,10 +71,10 @@ def _describe(tool: Any) -> BuiltinTool:
 class AgentHandleForm(forms.Form):
     """The team's name for its agent (the service checks what it may be)."""
 
-    handle = forms.CharField(max_length=31, label="Agent handle",
-                             help_text="People call the agent with @ and this name in "
-                                       "conversations where it answers when mentioned; "
-                                       "@agent always works too.")
+    handle = forms.CharField(max_length=31, label=_("Agent handle"),
+                             help_text=_("People call the agent with @ and this name in "
+                                         "conversations where it answers when mentioned; "
+                                         "@agent always works too."))
 
 
 class DefaultModelForm(forms.Form):
@@ -222,17 +223,17 @@ class McpHttpServerForm(forms.Form):
         label="Call timeout (s)", initial=120.0, min_value=MIN_TIMEOUT_S,
         max_value=MAX_CALL_TIMEOUT_S)
     sign_in = forms.ChoiceField(
-        label="Sign-in (OAuth)", choices=McpSignIn.choices, required=False,
-        help_text="Whether the server needs an OAuth sign-in: once for the team, or by each "
-                  "person (a run then uses the sign-in of whoever started it).")
+        label=_("Sign-in (OAuth)"), choices=McpSignIn.choices, required=False,
+        help_text=_("Whether the server needs an OAuth sign-in: once for the team, or by each "
+                    "person (a run then uses the sign-in of whoever started it)."))
     oauth_client_id = forms.CharField(
-        label="OAuth client id", required=False, max_length=300,
-        help_text="Only when the server's authorization server does not let confab register "
-                  "itself: the client id registered there.")
+        label=_("OAuth client id"), required=False, max_length=300,
+        help_text=_("Only when the server's authorization server does not let confab register "
+                    "itself: the client id registered there."))
     oauth_client_secret = forms.CharField(
-        label="OAuth client secret", required=False, strip=False,
+        label=_("OAuth client secret"), required=False, strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only: leave blank to keep the stored secret.")
+        help_text=_("Write-only: leave blank to keep the stored secret."))
 
     @classmethod
     def of(cls, server: McpServerConfig) -> McpHttpServerForm:

@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.models import Team, User
@@ -112,7 +113,7 @@ def team_agent_handle(request: HttpRequest, team_id: int) -> HttpResponse:
         except ApplicationError as error:
             form.add_error("handle", error.message)
         else:
-            messages.success(request, "The agent handle is saved.")
+            messages.success(request, _("The agent handle is saved."))
             return redirect("integrations:team_settings", team_id=team_id)
     team.refresh_from_db(fields=["agent_handle"])  # the page shows what is stored
     return _settings_page(request, team, handle_form=form)
@@ -282,14 +283,15 @@ def mcp_sign_out(request: HttpRequest, team_id: int, server_id: int) -> HttpResp
     except ApplicationError as error:
         refusal(request, error)
         return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)
-    messages.success(request, _SIGNED_OUT[ended])
+    messages.success(request, _(_SIGNED_OUT[ended]))
     return redirect("integrations:mcp_sign_in", team_id=team_id, server_id=server_id)
 
 
 _SIGNED_OUT = {
-    SignOut.REVOKED: "Signed out.",
-    SignOut.FORGOTTEN: "Signed out here (the server did not confirm revoking the sign-in).",
-    SignOut.NOT_SIGNED_IN: "You are not signed in (already signed out).",
+    SignOut.REVOKED: gettext_noop("Signed out."),
+    SignOut.FORGOTTEN: gettext_noop(
+        "Signed out here (the server did not confirm revoking the sign-in)."),
+    SignOut.NOT_SIGNED_IN: gettext_noop("You are not signed in (already signed out)."),
 }
 
 
@@ -304,7 +306,7 @@ def mcp_oauth_callback(request: HttpRequest) -> HttpResponse:
     except ApplicationError as error:
         return render(request, "integrations/mcp_sign_in_failed.html",
                       {"message": error.message}, status=400)
-    messages.success(request, f"Signed in to {connection.server.name}.")
+    messages.success(request, _("Signed in to %(name)s.") % {"name": connection.server.name})
     return redirect("integrations:mcp_sign_in", team_id=connection.team_id,
                     server_id=connection.server_id)
 

@@ -22,7 +22,8 @@ function option(entry, i, active) {
   li.dataset.index = String(i);
   li.dataset.kind = entry.kind;
   li.setAttribute("aria-selected", String(i === active));
-  li.textContent = `@${entry.name}${entry.kind === "agent" ? " (the agent)" : ""}`;
+  li.textContent = entry.kind === "agent"
+    ? interpolate(gettext("@%(name)s (the agent)"), { name: entry.name }, true) : `@${entry.name}`;
   return li;
 }
 

@@ -121,7 +121,8 @@ export class Renderer {
     if (!more) return;
     more.hidden = this.store.before === null;
     more.disabled = this.store.loadingHistory;
-    setText(more, this.store.loadingHistory ? "Loading earlier messages…" : "Load earlier messages");
+    setText(more, this.store.loadingHistory ? gettext("Loading earlier messages…")
+      : gettext("Load earlier messages"));
   }
 
   nearBottom() {

@@ -321,7 +321,8 @@ export class Store {
       this._place(msg, { pending: false });
     }
     call = this._newCall(msg, -1);
-    call.name = (name || call.name) + (parentId ? " (sub-agent)" : "");
+    const tool = name || call.name;
+    call.name = parentId ? interpolate(gettext("%(tool)s (sub-agent)"), { tool }, true) : tool;
     call.status = "ready";
     this._registerCall(call, id);
     return call;
@@ -505,8 +506,10 @@ const HANDLERS = {
   },
   agent_mode_changed(ev) {
     if (this.conversation) this.conversation.agent_mode = ev.agent_mode;
-    const how = ev.agent_mode === "mention" ? "when mentioned or asked" : "every message";
-    this.notice("agent-mode", "info", `${personName(ev.by)} set the agent to answer ${how}.`,
+    const text = ev.agent_mode === "mention"
+      ? gettext("%(name)s set the agent to answer when mentioned or asked.")
+      : gettext("%(name)s set the agent to answer every message.");
+    this.notice("agent-mode", "info", interpolate(text, { name: personName(ev.by) }, true),
                 { replace: true });
     for (const msg of this.messages.values()) this.touch(msg); // the "called the agent" marks
     this.dirty.run = true;
