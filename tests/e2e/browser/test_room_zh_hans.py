@@ -1,6 +1,7 @@
 """The room in Simplified Chinese (issue 25): a browser that asks for Chinese (Playwright's
 ``locale``, which sets ``Accept-Language``) gets the page and its JavaScript in zh-Hans, and
-the header's switch goes back to English.
+the header's switch goes back to English. The agent-mode switch, its notice and "Ask the agent"
+(issue 15) are in Chinese too.
 
 With ``CONFAB_DOCS_SCREENSHOTS=1`` it replaces ``docs/screenshots/room-zh-hans.png`` (the
 glyphs need a CJK font on the machine, e.g. Debian's fonts-wqy-microhei).
@@ -38,6 +39,13 @@ def test_the_room_speaks_chinese_to_a_chinese_browser(confab_server: ConfabServe
         expect(room.run_status).to_have_text("已完成")
         expect(room.messages("assistant").last.locator(".author")).to_have_text("智能体")
         docs_screenshot(page, "room-zh-hans")
+        # What issue 15 added to the room speaks Chinese too: the mode switch (the template),
+        # its notice and "Ask the agent" (the JavaScript catalog).
+        expect(page.locator("label.agent-mode")).to_contain_text("智能体回复")
+        expect(page.locator('#agent-mode option[value="always"]')).to_have_text("每条消息")
+        page.locator("#agent-mode").select_option("mention")
+        expect(page.locator("#notices")).to_contain_text("将智能体设为仅在被提及或被请求时回复。")
+        expect(page.locator('button[data-action="ask-agent"]')).to_have_text("请智能体回复")
         page.locator('form.language-switch button[value="en"]').click()  # the header's switch
         expect(page.locator("html")).to_have_attribute("lang", "en")
         expect(page.locator("#connection")).to_have_text("Connected")
