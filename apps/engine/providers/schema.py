@@ -266,7 +266,12 @@ class _GeminiConverter:
                 converted.append(out)
         own = self.single(shared, refs=refs, depth=depth)
         if len(converted) <= 1:
-            return {**(converted[0] if converted else {}), **own}
+            branch = converted[0] if converted else {}
+            if "type" in own and branch.get("type") not in (None, own["type"]):
+                # the node's type contradicts its one branch's (no value has both): the node
+                # wins, and the branch's keywords, which belong to the other type, go
+                branch = {k: branch[k] for k in ("description",) if k in branch}
+            return {**branch, **own}
         if all(_is_string_enum(b) for b in converted) and own.get("type") in (None, "string"):
             values = _unique([v for b in converted for v in b["enum"]])
             return {**own, "type": "string", "enum": values}

@@ -179,7 +179,11 @@ _DOCUMENTS = st.tuples(_SCHEMAS, st.dictionaries(st.sampled_from(["A", "B"]), _S
     ({"properties": None, "allOf": [{"properties": {"a": S}}]},  # allOf over odd properties
      {"type": "object", "properties": {"a": S}}),
     ({"properties": {"a": S}, "required": True}, {"type": "object", "properties": {"a": S}}),
-], ids=["type-list-junk", "type-list-mixed", "allOf-odd-properties", "required-not-a-list"])
+    ({"type": "object", "properties": {"a": {"type": "string", "anyOf": [
+        {"format": "int32", "type": "integer"}]}}},  # a branch whose type contradicts the node's
+     {"type": "object", "properties": {"a": S}}),
+], ids=["type-list-junk", "type-list-mixed", "allOf-odd-properties", "required-not-a-list",
+        "branch-type-contradicts"])
 def test_odd_values_the_property_test_found_convert_without_raising(
         document: dict[str, Any], expected: dict[str, Any]) -> None:
     assert to_gemini_parameters(document) == expected
