@@ -71,7 +71,7 @@ def messages_page(conversation_id: int, before: str | None = None, *,
     more = len(taken) < len(rows) or (len(rows) == fetched and bool(
         _newest_first(conversation_id, _cursor(taken[-1][0]), 1)))
     messages = [shown for _, shown in reversed(taken)]
-    return Page(messages=with_results(with_decisions(messages), run),
+    return Page(messages=with_results(with_subagent_waits(with_decisions(messages)), run),
                 before=_cursor(taken[-1][0]) if more and taken else None,
                 wiki_changes=_wiki_changes(messages))
 
@@ -142,6 +142,37 @@ def with_decisions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "decision": "approved" if row.approved else "denied",
             "decided_by": {"id": by.pk, "name": by.shown_name} if by else None}
     return _amend(messages, decided)
+
+
+SUBAGENT_WAITS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received")
+
+
+def with_subagent_waits(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each ``Task`` call whose sub-agent waited for the room carries ``subagent_waits``: the
+    nested events of those waits (asked, decided or answered) and the results of the calls
+    that waited, in order — the sub-agent's transcript is not stored, so this is what shows
+    its decided calls again after a reload. Read for the page's Task calls only."""
+    tasks = [call_id for call_id, block in _blocks(messages, "tool_use").items()
+             if block.get("name") == "Task"]
+    runs = {m["run_id"] for m in messages if m["run_id"] is not None}
+    if not tasks or not runs:
+        return messages
+    rows = (ConversationEvent.objects
+            .filter(run_id__in=runs, kind="subagent_event", payload__parent_call_id__in=tasks,
+                    payload__event__kind__in=(*SUBAGENT_WAITS, "tool_result"))
+            .order_by("seq").values_list("payload", flat=True))
+    waited: set[str] = set()
+    per_task: dict[str, list[dict[str, Any]]] = {}
+    for payload in rows:
+        event = payload["event"]
+        call_id = event.get("call_id") or event.get("question_id")
+        if event["kind"] in SUBAGENT_WAITS:
+            waited.add(call_id)
+        elif call_id not in waited:
+            continue  # a call nobody had to answer: not shown as a card
+        per_task.setdefault(payload["parent_call_id"], []).append(event)
+    return _amend(messages, {task: {"subagent_waits": events}
+                             for task, events in per_task.items()})
 
 
 def with_results(messages: list[dict[str, Any]], run: Run | None) -> list[dict[str, Any]]:

@@ -71,3 +71,25 @@ async def test_a_member_answers_a_sub_agents_question(
     assert after["waiting"] == {"approvals": [], "questions": []}
     for client in (a, b, again):
         await client.close()
+
+
+async def test_a_sub_agents_decided_calls_come_back_with_the_task_call(
+        alice: User, bob: User, conversation, worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(
+        _task(RISKY, {"tool_call": {"name": "Read", "arguments": {"file_path": "sub.txt"}}},
+              {"text": "wrote sub.txt"}), {"text": "the sub-agent is done"})})
+    waiting = await _nested(a, "awaiting_approval")
+    await a.send({"type": "decide", "tool_call_id": waiting["event"]["call_id"],
+                  "decision": "approve"})
+    await a.until_event("run_ended")
+    b, state = await connect(bob, conversation.pk)
+    [task] = [block for m in state["messages"] for block in m["content"]
+              if block.get("type") == "tool_use" and block["name"] == "Task"]
+    kinds = [(e["kind"], e.get("call_id")) for e in task["subagent_waits"]]
+    call_id = waiting["event"]["call_id"]
+    assert kinds == [("awaiting_approval", call_id), ("approval_decided", call_id),
+                     ("tool_result", call_id)]  # the Read nobody had to answer is not there
+    assert task["subagent_waits"][1]["decided_by"] == "Alice"
+    for client in (a, b):
+        await client.close()

@@ -78,3 +78,9 @@ def test_a_sub_agents_tool_call_and_question_are_answered_in_the_room(
     expect(ask.locator(".answered-by")).to_have_text("Answered by Alice: main")
     expect(alice.assistant_bodies().last).to_contain_text("all done")
     expect(alice.run_status).to_have_text("Completed")
+    alice.reload()  # decided and answered, the sub-agent's cards are still there
+    bash = alice.tool_cards().filter(has_text="Bash (sub-agent)")
+    expect(bash.locator(".decided-by")).to_have_text("Approved by Alice")
+    expect(bash).to_have_attribute("data-status", "done")
+    expect(alice.tool_cards().filter(has_text="AskUser (sub-agent)").locator(".answered-by")
+           ).to_have_text("Answered by Alice: main")

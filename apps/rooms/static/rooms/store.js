@@ -187,6 +187,7 @@ export class Store {
         if (call.status === "streaming") call.status = "ready";
         if (block.decision) this._decided(call, block);
         if (block.result) this._attachResult(block.result, block.duration_ms);
+        if (block.subagent_waits) this._replaySub(block.id, block.subagent_waits);
       } else if (block.partial_arguments !== undefined) {
         call.argsText = block.partial_arguments;
       }
@@ -441,7 +442,21 @@ export class Store {
                 { replace: true });
   }
 
+  _replaySub(parentId, events) {
+    // A Task call's sub-agent waits, from a stored page: their cards again, as the live
+    // events made them (the run's status is not theirs to change now).
+    this.replaying = true;
+    try {
+      for (const event of events) {
+        HANDLERS.subagent_event.call(this, { parent_call_id: parentId, event });
+      }
+    } finally {
+      this.replaying = false;
+    }
+  }
+
   _runStatus(status) {
+    if (this.replaying) return;
     if (this.run) this.run.status = status;
     this.dirty.run = true;
   }
