@@ -67,6 +67,9 @@ async def test_a_member_answers_a_sub_agents_question(
     received = await _nested(a, "input_received")
     assert (received["event"]["answer"], received["event"]["answered_by"]) == ("main", "Bob")
     assert (await a.until_event("run_ended"))["status"] == "completed"
+    await a.send({"type": "answer", "question_id": question_id, "text": "too late"})
+    late = await a.until(lambda f: f["type"] == "error")
+    assert (late["code"], late["message"]) == ("conflict", "Bob already answered this question.")
     again, after = await connect(bob, conversation.pk)
     assert after["waiting"] == {"approvals": [], "questions": []}
     for client in (a, b, again):

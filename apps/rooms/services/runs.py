@@ -231,14 +231,30 @@ def run_answer(*, conversation: Conversation, membership: Membership, question_i
     require_writer(membership)
     require_fits(text)
     run = active_run(conversation)
-    if run is None:
-        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
-    if question_id not in {q["question_id"] for q in waiting_for(run)["questions"]}:
-        raise ApplicationError(ErrorCode.CONFLICT, "No question with that id is waiting.")
+    if run is None or question_id not in {q["question_id"]
+                                          for q in waiting_for(run)["questions"]}:
+        raise ApplicationError(ErrorCode.CONFLICT, _answered_already(conversation, question_id)
+                               or ("Nothing is running." if run is None else
+                                   "No question with that id is waiting."))
     group_send_on_commit(run_group(run.pk), {
         "type": "run.answer", "run_id": run.pk, "question_id": question_id, "text": text,
         "by": membership.user.shown_name})
     return run
+
+
+def _answered_already(conversation: Conversation, question_id: str) -> str | None:
+    """Who already answered ``question_id`` in ``conversation`` (its ``input_received``
+    event, also a sub-agent's), in words for the person who tried second, or None."""
+    payload = (ConversationEvent.objects.filter(
+        Q(kind="input_received", payload__question_id=question_id)
+        | Q(kind="subagent_event", payload__event__kind="input_received",
+            payload__event__question_id=question_id), conversation=conversation)
+        .values_list("payload", flat=True).first())
+    if payload is None:
+        return None
+    who = (payload.get("event") or payload).get("answered_by")
+    return (f"{who} already answered this question." if who else
+            "This question already timed out unanswered.")
 
 
 def run_set_status(run_id: int, status: RunStatus) -> None:
