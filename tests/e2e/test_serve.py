@@ -26,7 +26,8 @@ def test_demo_json_has_exactly_the_documented_shape(tmp_path: Path) -> None:
     run_manage(["migrate", "-v0"], env)
     first = json.loads(run_manage(["demo", "--json"], env).stdout)
     again = json.loads(run_manage(["demo", "--json"], env).stdout)
-    assert set(first) == {"team", "room", "conversation", "users", "admin"}
+    assert set(first) == {"team", "room", "conversation", "conversations", "users", "admin"}
+    assert {c["agent_mode"] for c in first["conversations"]} == {"always", "mention"}
     assert set(first["users"]) == {"alice", "bob", "carol"}
     for person in first["users"].values():
         assert set(person) == {"id", "username", "password", "token"}
