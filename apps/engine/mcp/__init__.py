@@ -7,6 +7,12 @@ registers their tools, :class:`McpPool` keeps a worker's servers warm between ru
 
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_output, tool_spec
 from apps.engine.mcp.config import McpServerSpec, McpTransport
+from apps.engine.mcp.elicitation import (
+    AcceptDefaults,
+    ElicitationAnswer,
+    ElicitationPort,
+    ElicitationRequest,
+)
 from apps.engine.mcp.manager import (
     McpManager,
     McpToolInfo,
@@ -17,6 +23,10 @@ from apps.engine.mcp.manager import (
 from apps.engine.mcp.pool import McpPool, ServerKey
 
 __all__ = [
+    "AcceptDefaults",
+    "ElicitationAnswer",
+    "ElicitationPort",
+    "ElicitationRequest",
     "McpManager",
     "McpPool",
     "McpServerSpec",

@@ -41,6 +41,7 @@ from apps.engine.events import WarningEvent
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ConnectionState, ServerConnection, sandbox_status
+from apps.engine.mcp.elicitation import ElicitationPort, ElicitationRelay, EventSink
 from apps.engine.mcp.pool import McpPool, ServerKey
 from apps.engine.tools.base import Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
@@ -92,8 +93,13 @@ class McpManager:
     for stdio servers ("auto": bubblewrap when it works; "off"); ``resolver``: DNS for the guard
     (tests); ``client_name``/``client_version``: how confab introduces itself to servers;
     ``pool`` and ``keys`` (one per spec): take the connections from a worker's pool (its own
-    network, sandbox and client settings apply then). Raises ValueError when ``keys`` does not
-    match ``specs``.
+    network, sandbox and client settings apply then);
+    ``elicitation``: who answers a server's ``elicitation/create`` (None: the client does not
+    declare the capability, so servers do not ask), its ``awaiting_elicitation`` and
+    ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`); not with a
+    pool yet (a pooled connection is shared by runs: the relay would have to route each request
+    to the run whose call asked). Raises ValueError when ``keys`` does not match ``specs`` or
+    ``elicitation`` comes with a ``pool``.
     """
 
     def __init__(self, specs: Sequence[McpServerSpec], *, registry: ToolRegistry | None = None,
@@ -101,9 +107,12 @@ class McpManager:
                  sandbox: str = "auto", on_warning: WarningSink | None = None,
                  resolver: Resolver | None = None, client_name: str = "confab",
                  client_version: str = "0.1.0", pool: McpPool | None = None,
-                 keys: Sequence[ServerKey] = ()) -> None:
+                 keys: Sequence[ServerKey] = (), elicitation: ElicitationPort | None = None,
+                 on_event: EventSink | None = None) -> None:
         if pool is not None and len(keys) != len(specs):
             raise ValueError("a pooled McpManager needs one key per spec")
+        if pool is not None and elicitation is not None:
+            raise ValueError("elicitation is not routed through a pool yet")
         self.registry = registry if registry is not None else ToolRegistry()
         self.warnings: list[WarningEvent] = []
         self._on_warning = on_warning
@@ -119,9 +128,11 @@ class McpManager:
         policy = NetworkPolicy.build(allow_private_network=allow_private_network,
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
+        relay = ElicitationRelay(elicitation, on_event) if elicitation is not None else None
         self._connections = [] if pool is not None else [
             ServerConnection(spec, client_info=info, policy=policy, resolver=resolver,
-                             warn=self._warn, on_tools_changed=self._tools_changed)
+                             warn=self._warn, on_tools_changed=self._tools_changed,
+                             elicitation=relay.callback(spec.name) if relay else None)
             for spec in specs]
         self._positions = {c: position for position, c in enumerate(self._connections)}
 
