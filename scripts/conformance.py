@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,7 @@ def scenarios(root: Path, spec: str | None) -> list[str]:
 def run(root: Path, scenario: str) -> tuple[int, int, int, bool]:
     """``(passed, failed, warned, client_ok)`` of one scenario."""
     out = root / "results" / scenario.replace("/", "_")
+    shutil.rmtree(out, ignore_errors=True)  # this run's checks only
     done = suite(root, "client", "--command", CLIENT, "--scenario", scenario, "-o", str(out))
     checks = [check for path in out.rglob("checks.json")
               for check in json.loads(path.read_text())]

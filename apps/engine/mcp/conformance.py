@@ -8,7 +8,8 @@ checks what the client did against the specification. This command drives confab
 :mod:`apps.engine.mcp.oauth` behind :class:`~apps.engine.mcp.bearer.BearerAuth` — connecting,
 listing the server's tools and calling them. Only what a person does is stood in for, here and
 nowhere else: the browser's visit to the authorization endpoint (its redirect carries the code
-back) and, once the room's elicitation seam exists, the person answering an elicitation.
+back) and the person answering an elicitation (:class:`~apps.engine.mcp.elicitation.
+AcceptDefaults`: accept with the schema's defaults).
 
 The SSRF guard stays on: the scenarios run on loopback, which ``CONFAB_ALLOW_PRIVATE_NETWORK=1``
 allows exactly as it does for the server (``make conformance`` sets it).
@@ -31,6 +32,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from apps.engine.mcp import oauth
 from apps.engine.mcp.bearer import BearerAuth
 from apps.engine.mcp.config import McpServerSpec
+from apps.engine.mcp.elicitation import AcceptDefaults
 from apps.engine.mcp.manager import McpManager
 from apps.engine.tools.net import NetworkPolicy, guarded_client
 
@@ -124,7 +126,7 @@ async def run(url: str, scenario: str, context: dict[str, Any], *,
             else None)
     spec = McpServerSpec(name="conformance", transport="streamable_http", url=url, auth=auth)
     async with McpManager([spec], allow_private_network=allow_private_network,
-                          client_name=CLIENT_NAME) as manager:
+                          client_name=CLIENT_NAME, elicitation=AcceptDefaults()) as manager:
         [status] = manager.status()
         if status.state != "connected":
             raise RuntimeError(f"could not connect: {status.detail}")
