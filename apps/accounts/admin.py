@@ -62,7 +62,7 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
     # Edited by the team's owners and admins through the validating service, not here.
-    readonly_fields = ("tool_policy", "created_by", "created_at")
+    readonly_fields = ("tool_policy", "agent_handle", "created_by", "created_at")
     inlines = (MembershipInline,)
 
     def save_formset(self, request: HttpRequest, form, formset, change: bool) -> None:
