@@ -59,9 +59,11 @@ def _without_code(text: str) -> str:
 def _mention(handle: str) -> re.Pattern[str]:
     names = {AGENT_HANDLE, handle.lower()}
     alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
-    # Before the @: not a character an e-mail's local part or a word could end with. After the
-    # handle: no word character, and no ".word" (that would be a domain, as in @agent.io).
-    return re.compile(rf"(?<![\w.+%@-])@(?:{alternatives})(?![\w-])(?!\.\w)", re.IGNORECASE)
+    # Before the @: not a character an e-mail's local part could end with (ASCII: Chinese and
+    # Japanese put a mention right after a word, with no space). After the (ASCII) handle: no
+    # ASCII word character, and no ".word" (that would be a domain, as in @agent.io).
+    return re.compile(rf"(?<![A-Za-z0-9_.+%@-])@(?:{alternatives})(?![A-Za-z0-9_-])"
+                      r"(?!\.[A-Za-z0-9])", re.IGNORECASE)
 
 
 def mentions_agent(text: str, handle: str = AGENT_HANDLE) -> bool:

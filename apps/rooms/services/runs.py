@@ -154,8 +154,20 @@ def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
     conversation; the model sees everything said since its last turn. Broadcast as
     ``run_queued`` with who asked. ``forbidden`` for a viewer; ``conflict`` while a run is
     active (mention the agent to steer it)."""
+    _ask_rate_limit(conversation, membership.user)
     return _run_queue(conversation, membership, RunPurpose.REPLY,
                       "The agent is already working: mention it to steer its run.")
+
+
+def _ask_rate_limit(conversation: Conversation, user: Any) -> None:
+    """``rate_limited`` past ``CONFAB_MESSAGES_PER_MINUTE`` runs a person started in the team
+    in the last minute: each is a whole model call, like a message."""
+    limit = settings.CONFAB["MESSAGES_PER_MINUTE"]
+    since = timezone.now() - timedelta(minutes=1)
+    if Run.objects.filter(conversation__room__team_id=conversation.room.team_id,
+                          started_by=user, created_at__gte=since).count() >= limit:
+        raise ApplicationError(ErrorCode.RATE_LIMITED,
+                               f"At most {limit} agent turns a minute; wait a moment.")
 
 
 def _run_queue(conversation: Conversation, membership: Membership, purpose: RunPurpose,

@@ -37,3 +37,15 @@ def test_running_the_demo_again_keeps_the_same_conversations() -> None:
     first, second = _demo(), _demo()
     assert first["conversations"] == second["conversations"]
     assert Conversation.objects.count() == 2
+
+
+def test_the_demo_switches_its_conversations_back_to_their_modes() -> None:
+    first = _demo()
+    welcome = Conversation.objects.get(pk=first["conversation"]["id"])
+    chat = next(c for c in first["conversations"] if c["agent_mode"] == "mention")
+    Conversation.objects.filter(pk=welcome.pk).update(agent_mode="mention")  # people switched
+    Conversation.objects.filter(pk=chat["id"]).update(agent_mode="always")  # them both
+    again = _demo()
+    assert again["conversation"] == first["conversation"]  # still "Welcome", always again
+    assert again["conversations"] == first["conversations"]
+    assert Conversation.objects.count() == 2

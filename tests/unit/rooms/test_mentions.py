@@ -16,6 +16,9 @@ from apps.rooms.mentions import mentions_agent
     "@AGENT look",
     "hey\n@agent",
     '@agent {"script": [{"text": "hi"}]}',
+    "请@agent 帮我看看",  # Chinese puts a mention right after a word, with no space
+    "@agent帮我看看",
+    "café@agent ?",
 ])
 def test_at_agent_at_a_word_boundary_mentions_it(text: str) -> None:
     assert mentions_agent(text)

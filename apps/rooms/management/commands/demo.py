@@ -27,6 +27,7 @@ from apps.accounts.models import Membership, Role, Team, User
 from apps.accounts.services import api_token_create
 from apps.integrations.demo import ensure_demo_models
 from apps.rooms.models import AgentMode, Conversation, Room
+from apps.rooms.services.rooms import conversation_set_agent_mode
 from apps.wiki.authors import person_author
 from apps.wiki.stores import store_for
 
@@ -115,13 +116,15 @@ class Command(BaseCommand):
 
 
 def _conversation(room: Room, alice: User, title: str, mode: AgentMode) -> Conversation:
-    """The room's first conversation in ``mode`` (of that ``title`` for ``mention``: people
-    may switch others), created by alice if there is none."""
-    found = Conversation.objects.filter(room=room, agent_mode=mode)
-    if mode == AgentMode.MENTION:
-        found = found.filter(title=title)
-    conversation = found.order_by("id").first() or Conversation.objects.create(
-        room=room, title=title, created_by=alice, agent_mode=mode)
+    """The room's first conversation titled ``title``, created by alice if there is none, in
+    ``mode`` (switched back, as alice, if someone switched it: the demo has one of each)."""
+    conversation = Conversation.objects.filter(room=room, title=title).order_by("id").first()
+    if conversation is None:
+        conversation = Conversation.objects.create(room=room, title=title, created_by=alice,
+                                                   agent_mode=mode)
+    elif conversation.agent_mode != mode:
+        conversation_set_agent_mode(conversation=conversation, agent_mode=mode, by=alice)
+        conversation.agent_mode = mode
     if conversation.created_by_id is None:  # made by an older demo: it is alice's
         Conversation.objects.filter(pk=conversation.pk).update(created_by=alice)
     return conversation
