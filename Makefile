@@ -82,7 +82,7 @@ NODE_VERSION := 22.23.5
 NODE_PACKAGE := node-linux-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)
 conformance: $(STAMP)
 	@mkdir -p $(CONFORMANCE)
-	npm install --prefix $(CONFORMANCE) --no-audit --no-fund --silent \
+	npm install --prefix $(CONFORMANCE) --no-audit --no-fund --silent --save-exact \
 		$(NODE_PACKAGE)@$(NODE_VERSION) @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
 	$(PY) scripts/conformance.py --root $(CONFORMANCE)
 

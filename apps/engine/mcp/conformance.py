@@ -41,7 +41,8 @@ __all__ = ["SignIn", "example_arguments", "main", "run"]
 REDIRECT_URI = "http://localhost:3000/callback"  # the suite's servers accept any; never listened on
 CLIENT_NAME = "confab conformance client"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
-"""The client id metadata document URL the suite's servers expect (basic-cimd)."""
+"""The client id metadata document URL the suite's servers expect (auth/basic-cimd): they take
+it as is and never fetch it. confab itself publishes no such document yet."""
 MAX_AUTHORIZATIONS = 3
 """Authorizations one run may make: the first and two step-ups (auth/scope-retry-limit)."""
 
@@ -146,12 +147,20 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """The command line: ``URL`` (the suite appends it); exit 1 with the reason on stderr."""
+    """The command line: ``URL`` (the suite appends it). Exit 2 for a wrong command line or a
+    context that is not a JSON object, 1 when the scenario failed; the reason on stderr."""
     if len(argv) != 1:
         print("usage: python -m apps.engine.mcp.conformance URL", file=sys.stderr)
         return 2
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    try:
+        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    except ValueError as exc:
+        print(f"MCP_CONFORMANCE_CONTEXT is not JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(context, dict):
+        print("MCP_CONFORMANCE_CONTEXT must be a JSON object", file=sys.stderr)
+        return 2
     allow = os.environ.get("CONFAB_ALLOW_PRIVATE_NETWORK", "").lower() in ("1", "true", "yes")
     try:
         asyncio.run(run(argv[0], scenario, context, allow_private_network=allow))

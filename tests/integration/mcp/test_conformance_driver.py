@@ -32,3 +32,11 @@ def test_example_arguments_follow_the_schema() -> None:
               "properties": {"a": {"type": "number"}, "b": {"type": "integer", "default": 7},
                              "name": {"type": "string"}, "extra": {"type": "string"}}}
     assert example_arguments(schema) == {"a": 1, "b": 7, "name": "confab"}
+
+
+@pytest.mark.parametrize("context", ["{not json", '"a string"'])
+def test_a_context_that_is_not_a_json_object_is_a_usage_error(
+        context: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setenv("MCP_CONFORMANCE_CONTEXT", context)
+    assert main(["http://127.0.0.1:9/mcp"]) == 2
+    assert "MCP_CONFORMANCE_CONTEXT" in capsys.readouterr().err
