@@ -28,8 +28,8 @@ from django.conf import settings
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
 from apps.accounts.selectors import amembership_of
-from apps.common.clock import MONOTONIC, Clock
 from apps.common.errors import ApplicationError, ErrorCode
+from apps.engine.clock import MONOTONIC, Clock
 from apps.realtime.frames import (
     WRITE_FRAMES,
     AnswerFrame,

@@ -26,8 +26,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 
-from apps.common.clock import MONOTONIC, Clock
 from apps.common.errors import ApplicationError
+from apps.engine.clock import MONOTONIC, Clock
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
 from apps.engine.compaction.session_memory import SessionMemory, SessionMemoryState
 from apps.engine.events import ErrorEvent, RunEnded, SubagentEvent, WarningEvent, WikiChanged

@@ -17,7 +17,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 
-from apps.common.clock import Clock
+from apps.engine.clock import Clock
 from apps.engine.compaction.session_memory import SessionMemory
 from apps.realtime.groups import run_group
 from apps.rooms.models import Conversation, Run

@@ -26,7 +26,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from apps.common.clock import Clock
+from apps.engine.clock import Clock
 from apps.realtime.groups import HwmEnvelope, conversation_group
 from apps.rooms.services.events import events_last_seq
 

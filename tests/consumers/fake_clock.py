@@ -1,4 +1,4 @@
-"""A clock the test moves: a :class:`apps.common.clock.Clock` whose sleepers wake only when
+"""A clock the test moves: a :class:`apps.engine.clock.Clock` whose sleepers wake only when
 :meth:`FakeClock.advance` passes their time, so timing rules are tested without sleeping."""
 
 from __future__ import annotations

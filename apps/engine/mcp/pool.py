@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -43,12 +42,13 @@ from typing import Protocol
 import anyio
 import mcp_types as types
 
+from apps.engine.clock import MONOTONIC, Clock
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ServerConnection, sandbox_status
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.sandbox import SandboxStatus
 
-__all__ = ["Clock", "McpPool", "PoolListener", "ServerKey"]
+__all__ = ["McpPool", "PoolListener", "ServerKey"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,22 +62,6 @@ class ServerKey:
     team: Hashable
     server: Hashable
     principal: Hashable | None = None
-
-
-class Clock(Protocol):
-    """Monotonic seconds and a sleep that follows them (tests give one they advance)."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
-class _Monotonic:
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(seconds, 0.0))
 
 
 class PoolListener(Protocol):
@@ -135,7 +119,7 @@ class McpPool:
         self.check_timeout_s = check_timeout_s
         self._sandbox = sandbox
         self._resolver = resolver
-        self._clock = clock or _Monotonic()
+        self._clock = clock or MONOTONIC
         self._policy = NetworkPolicy.build(allow_private_network=allow_private_network,
                                            allowed_networks=allowed_networks)
         self._info = types.Implementation(name=client_name, version=client_version)

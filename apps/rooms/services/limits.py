@@ -1,13 +1,18 @@
-"""How long a person's text may be: one setting, ``CONFAB_MESSAGE_MAX_CHARS``, for messages and
-AskUser answers alike (the room's composer reads the same setting from the page)."""
+"""What one person may send: how long a text may be (one setting, ``CONFAB_MESSAGE_MAX_CHARS``,
+for messages and AskUser answers alike; the room's composer reads it from the page) and how
+many a minute (``CONFAB_MESSAGES_PER_MINUTE``, for messages and the agent turns they ask for)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from apps.common.errors import ApplicationError, ErrorCode
 
-__all__ = ["message_max_chars", "require_fits"]
+__all__ = ["message_max_chars", "require_fits", "require_under_rate"]
 
 
 def message_max_chars() -> int:
@@ -23,3 +28,13 @@ def require_fits(text: str) -> None:
         raise ApplicationError(ErrorCode.TOO_LARGE,
                                f"The message is {len(text):,} characters long; at most "
                                f"{limit:,} fit in one message. Shorten it or split it.")
+
+
+def require_under_rate(made: QuerySet, what: str) -> None:
+    """Refuse (``rate_limited``) when ``made`` — one person's rows, with a ``created_at`` —
+    holds ``CONFAB_MESSAGES_PER_MINUTE`` or more of the last minute; ``what`` names them
+    ("messages", "agent turns") in the refusal."""
+    limit = settings.CONFAB["MESSAGES_PER_MINUTE"]
+    if made.filter(created_at__gte=timezone.now() - timedelta(minutes=1)).count() >= limit:
+        raise ApplicationError(ErrorCode.RATE_LIMITED,
+                               f"At most {limit} {what} a minute; wait a moment.")

@@ -14,15 +14,11 @@ two server processes at the same instant cannot start two runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Literal
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from apps.accounts.models import Membership, User
-from apps.common.errors import ApplicationError, ErrorCode
 from apps.rooms.mentions import mentions_agent
 from apps.rooms.models import (
     AgentMode,
@@ -35,7 +31,7 @@ from apps.rooms.models import (
 )
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
-from apps.rooms.services.limits import require_fits
+from apps.rooms.services.limits import require_fits, require_under_rate
 from apps.rooms.services.runs import active_run, run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
@@ -58,13 +54,8 @@ class PostResult:
 
 
 def _rate_limit(conversation: Conversation, user: User) -> None:
-    limit = settings.CONFAB["MESSAGES_PER_MINUTE"]
-    since = timezone.now() - timedelta(minutes=1)
-    recent = Message.objects.filter(conversation__room__team_id=conversation.room.team_id,
-                                    author=user, created_at__gte=since).count()
-    if recent >= limit:
-        raise ApplicationError(ErrorCode.RATE_LIMITED,
-                               f"At most {limit} messages a minute; wait a moment.")
+    require_under_rate(Message.objects.filter(
+        conversation__room__team_id=conversation.room.team_id, author=user), "messages")
 
 
 def message_post(*, conversation: Conversation, membership: Membership, text: str,

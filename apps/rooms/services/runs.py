@@ -36,7 +36,7 @@ from apps.rooms.models import (
 )
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
-from apps.rooms.services.limits import require_fits
+from apps.rooms.services.limits import require_fits, require_under_rate
 from apps.rooms.transcript import engine_message
 
 __all__ = [
@@ -160,14 +160,9 @@ def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
 
 
 def _ask_rate_limit(conversation: Conversation, user: Any) -> None:
-    """``rate_limited`` past ``CONFAB_MESSAGES_PER_MINUTE`` runs a person started in the team
-    in the last minute: each is a whole model call, like a message."""
-    limit = settings.CONFAB["MESSAGES_PER_MINUTE"]
-    since = timezone.now() - timedelta(minutes=1)
-    if Run.objects.filter(conversation__room__team_id=conversation.room.team_id,
-                          started_by=user, created_at__gte=since).count() >= limit:
-        raise ApplicationError(ErrorCode.RATE_LIMITED,
-                               f"At most {limit} agent turns a minute; wait a moment.")
+    """The runs a person started in the team count like messages: each is a model call."""
+    require_under_rate(Run.objects.filter(
+        conversation__room__team_id=conversation.room.team_id, started_by=user), "agent turns")
 
 
 def _run_queue(conversation: Conversation, membership: Membership, purpose: RunPurpose,
