@@ -345,22 +345,29 @@ class ToolResultEvent(_RuntimeEvent):
 
 
 class AwaitingApproval(_RuntimeEvent):
-    """Call ``call_id`` waits for a member's decision; ``reason`` says why it needs one."""
+    """Call ``call_id`` waits for a member's decision; ``reason`` says why it needs one;
+    ``parameters``: the tool's JSON Schema, which arguments edited before approving must fit."""
 
     kind: Literal["awaiting_approval"] = "awaiting_approval"
     call_id: str
     name: str
     arguments: dict[str, Any]
     reason: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
 
 
 class ApprovalDecided(_RuntimeEvent):
-    """The decision on ``call_id``: ``approved``, by ``decided_by`` (None: timed out)."""
+    """The decision on ``call_id``: ``approved``, by ``decided_by`` (None: timed out);
+    ``arguments``: the call's as the model sent them; ``edited_arguments``: what ran instead,
+    as ``edited_by`` changed them before approving (both None: not edited)."""
 
     kind: Literal["approval_decided"] = "approval_decided"
     call_id: str
     approved: bool
     decided_by: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    edited_arguments: dict[str, Any] | None = None
+    edited_by: str | None = None
 
 
 class AwaitingInput(_RuntimeEvent):
