@@ -5,7 +5,8 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "send", "client_id", "text"}``: a message (starts a run, or waits for the next
   step of the running one); ``client_id`` makes a resend after a reconnect idempotent;
 - ``{"type": "stop"}``: stop the active run;
-- ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny"}``;
+- ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny", "arguments"?}``
+  (``arguments``: the call's, edited before approving);
 - ``{"type": "answer", "question_id", "text"}``: answer an AskUser question;
 - ``{"type": "compact"}``: compact the conversation now (when no run is active);
 - ``{"type": "typing"}``.
@@ -15,7 +16,7 @@ Server -> client frames are built by :mod:`apps.realtime.server_frames`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -61,9 +62,13 @@ class StopFrame(_Frame):
 
 
 class DecideFrame(_Frame):
+    """A decision; ``arguments`` (an object, only with ``approve``): the call's arguments as
+    the member edited them, checked against the tool's schema by the service."""
+
     type: Literal["decide"]
     tool_call_id: str = Field(min_length=1, max_length=100)
     decision: Literal["approve", "deny"]
+    arguments: dict[str, Any] | None = None
 
 
 class AnswerFrame(_Frame):

@@ -259,10 +259,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case StopFrame():
                 await database_sync_to_async(run_stop)(conversation=conversation,
                                                        membership=membership)
-            case DecideFrame(tool_call_id=call_id, decision=decision):
+            case DecideFrame(tool_call_id=call_id, decision=decision, arguments=arguments):
                 await database_sync_to_async(run_decide)(
                     conversation=conversation, membership=membership, tool_call_id=call_id,
-                    approve=decision == "approve")
+                    approve=decision == "approve", arguments=arguments)
             case AnswerFrame(question_id=question_id, text=text):
                 await database_sync_to_async(run_answer)(
                     conversation=conversation, membership=membership, question_id=question_id,

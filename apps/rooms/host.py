@@ -125,9 +125,10 @@ class RunHost:
         if self.ended is not None and self._memory is not None:
             self._memory.cancel()
 
-    def decide(self, tool_call_id: str, approved: bool, by: str) -> None:
+    def decide(self, tool_call_id: str, approved: bool, by: str,
+               arguments: dict[str, Any] | None = None) -> None:
         if self.approvals is not None:
-            self.approvals.decide(tool_call_id, approved, by)
+            self.approvals.decide(tool_call_id, approved, by, arguments)
 
     def answer(self, question_id: str, text: str, by: str) -> None:
         self.answers.answer(question_id, text, by)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.db import transaction
@@ -71,12 +72,15 @@ class RoomApprovals:
         finally:
             self._waiting.pop(call.id, None)
 
-    def decide(self, call_id: str, approved: bool, by: str) -> bool:
-        """Deliver a decision; False when no call of that id waits."""
+    def decide(self, call_id: str, approved: bool, by: str,
+               arguments: dict[str, Any] | None = None) -> bool:
+        """Deliver a decision (``arguments``: edited by ``by``, already validated); False
+        when no call of that id waits."""
         future = self._waiting.get(call_id)
         if future is None or future.done():
             return False
-        future.set_result(ApprovalDecision(approved=approved, decided_by=by))
+        future.set_result(ApprovalDecision(approved=approved, decided_by=by,
+                                           arguments=arguments))
         return True
 
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode
+from apps.engine.tools.registry import arguments_problem
 from apps.realtime.groups import RUN_CHANNEL, run_group
 from apps.realtime.publish import group_send_on_commit, send_on_commit
 from apps.rooms.models import (
@@ -160,9 +161,12 @@ def run_compact(*, conversation: Conversation, membership: Membership) -> Run:
 
 
 def run_decide(*, conversation: Conversation, membership: Membership, tool_call_id: str,
-               approve: bool) -> ToolDecision:
+               approve: bool, arguments: dict[str, Any] | None = None) -> ToolDecision:
     """Record a member's decision on a tool call that waits for one (the first decision
-    wins); a call that is not waiting — not yet, no more, or never — is refused."""
+    wins); a call that is not waiting — not yet, no more, or never — is refused
+    (``conflict``). ``arguments``: the call's arguments as the member edited them before
+    approving; ``invalid`` (and the call still waits) when they come with a denial or do not
+    fit the tool's schema (the ``parameters`` of its ``awaiting_approval`` event)."""
     require_writer(membership)
     run = active_run(conversation)
     waiting = {a["call_id"]: a for a in waiting_for(run)["approvals"]}
@@ -170,19 +174,32 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
         raise ApplicationError(ErrorCode.CONFLICT, _decided_already(conversation, tool_call_id)
                                or ("Nothing is running." if run is None else
                                    "No tool call with that id is waiting for a decision."))
+    if arguments is not None:
+        _require_fitting_edit(waiting[tool_call_id], approve, arguments)
     try:
         with transaction.atomic():
             decision = ToolDecision.objects.create(
                 run=run, tool_call_id=tool_call_id, tool_name=waiting[tool_call_id]["name"],
-                approved=approve, decided_by=membership.user)
+                approved=approve, decided_by=membership.user, arguments=arguments)
     except IntegrityError:
         raise ApplicationError(ErrorCode.CONFLICT,
                                _decided_already(conversation, tool_call_id)
                                or "Someone already decided.") from None
     group_send_on_commit(run_group(run.pk), {
         "type": "run.decide", "run_id": run.pk, "tool_call_id": tool_call_id,
-        "approved": approve, "by": membership.user.shown_name})
+        "approved": approve, "by": membership.user.shown_name, "arguments": arguments})
     return decision
+
+
+def _require_fitting_edit(waiting: dict[str, Any], approve: bool,
+                          arguments: dict[str, Any]) -> None:
+    """Refuse (``invalid``) edited arguments with a denial, or that do not fit the schema."""
+    if not approve:
+        raise ApplicationError(ErrorCode.INVALID, "Edited arguments come with an approval; "
+                               "a denied call does not run.")
+    problem = arguments_problem(waiting["name"], waiting.get("parameters") or {}, arguments)
+    if problem is not None:
+        raise ApplicationError(ErrorCode.INVALID, f"The call still waits. {problem}")
 
 
 def _decided_already(conversation: Conversation, tool_call_id: str) -> str | None:
