@@ -142,13 +142,47 @@ function start(root) {
       if (socket.send({ type: "decide", tool_call_id: card.dataset.callId, decision: action })) {
         card.querySelectorAll(".tool-approval button").forEach((b) => { b.disabled = true; });
       }
+    } else if (action === "edit" || action === "cancel-edit") {
+      const form = button.closest(".tool-card")?.querySelector("form.tool-edit");
+      if (form) form.hidden = action === "cancel-edit";
+      if (form && !form.hidden) form.querySelector("textarea").focus();
     } else if (action === "dismiss") {
       store.dismiss(button.dataset.noticeId);
       renderer.schedule();
     }
   });
 
+  function approveEdited(form) {
+    // Approve with the edited arguments: JSON that is not an object is refused here; whether
+    // they fit the tool's schema the server says (an `invalid` error re-enables the form).
+    const card = form.closest(".tool-card");
+    const problem = form.querySelector(".tool-edit-error");
+    let args;
+    try {
+      args = JSON.parse(form.querySelector("textarea").value);
+    } catch (error) {
+      problem.textContent = `Not valid JSON: ${error.message}`;
+      return;
+    }
+    if (args === null || typeof args !== "object" || Array.isArray(args)) {
+      problem.textContent = "The arguments must be a JSON object.";
+      return;
+    }
+    problem.textContent = "";
+    if (socket.send({ type: "decide", tool_call_id: card.dataset.callId, decision: "approve",
+                      arguments: args })) {
+      card.querySelectorAll(".tool-approval button, .tool-approval textarea")
+        .forEach((el) => { el.disabled = true; });
+    }
+  }
+
   root.addEventListener("submit", (event) => {
+    const edit = event.target.closest("form.tool-edit");
+    if (edit) {
+      event.preventDefault();
+      approveEdited(edit);
+      return;
+    }
     const form = event.target.closest("form.ask-user");
     if (!form) return;
     event.preventDefault();

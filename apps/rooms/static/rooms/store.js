@@ -319,7 +319,8 @@ export class Store {
     // A state frame's decision on a stored call: who decided survives a reload, and a denied
     // call stays "denied" (its error result is the denial, not a failure).
     const approved = block.decision === "approved";
-    call.decision = { approved, by: block.decided_by ? block.decided_by.name : null };
+    call.decision = { approved, by: block.decided_by ? block.decided_by.name : null,
+                      edited: block.edited_arguments || null };
     if (!approved) call.status = "denied";
   }
 
@@ -577,7 +578,8 @@ const HANDLERS = {
   },
   approval_decided(ev) {
     const call = this._call(ev.call_id);
-    call.decision = { approved: ev.approved, by: ev.decided_by };
+    call.decision = { approved: ev.approved, by: ev.decided_by,
+                      edited: ev.edited_arguments || null };
     call.status = ev.approved ? "running" : "denied";
     this.approvals.delete(ev.call_id);
     this._runStatus("running");

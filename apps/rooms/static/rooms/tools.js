@@ -59,7 +59,30 @@ function duration(ms) {
 function decisionText(decision) {
   if (!decision) return "";
   if (!decision.by) return decision.approved ? "Approved" : "Denied: nobody decided in time";
-  return `${decision.approved ? "Approved" : "Denied"} by ${decision.by}`;
+  const changed = decision.edited ? " with changes" : "";
+  return `${decision.approved ? "Approved" : "Denied"} by ${decision.by}${changed}`;
+}
+
+function editForm(call) {
+  // Edit mode: the arguments as JSON, to change before approving. Hidden until "Edit".
+  const form = element("form", "tool-edit");
+  form.hidden = true;
+  const label = element("label", "visually-hidden", "Edited arguments (JSON)");
+  const area = element("textarea");
+  area.name = "arguments";
+  area.rows = 4;
+  area.spellcheck = false;
+  area.id = `edit-${call.id}`.replace(/[^A-Za-z0-9_-]/g, "_");
+  label.htmlFor = area.id;
+  area.value = JSON.stringify(call.args || {}, null, 2);
+  const submit = element("button", "approve", "Approve with changes");
+  submit.type = "submit";
+  submit.dataset.action = "approve-edited";
+  const cancel = element("button", null, "Cancel");
+  cancel.type = "button";
+  cancel.dataset.action = "cancel-edit";
+  form.append(label, area, element("p", "tool-edit-error"), submit, cancel);
+  return form;
 }
 
 /** A new, empty card element for `call`. */
@@ -84,7 +107,10 @@ function renderApproval(card, call, canWrite) {
       const deny = element("button", "deny", "Deny");
       deny.type = "button";
       deny.dataset.action = "deny";
-      div.append(approve, deny);
+      const change = element("button", "edit", "Edit");
+      change.type = "button";
+      change.dataset.action = "edit";
+      div.append(approve, deny, change, editForm(call));
     }
     return div;
   } : null);
@@ -96,6 +122,9 @@ function renderApproval(card, call, canWrite) {
   const decided = decisionText(call.decision);
   const by = child(card, ".decided-by", decided ? () => element("p", "decided-by") : null);
   if (by) setText(by, decided);
+  const edited = call.decision && call.decision.edited;
+  const ran = child(card, ".tool-edited", edited ? () => element("pre", "tool-edited") : null);
+  if (ran) setText(ran, `Ran with:\n${JSON.stringify(edited, null, 2)}`);
 }
 
 function renderQuestion(card, call, canWrite) {
