@@ -44,11 +44,13 @@ __all__ = [
     # runtime level
     "RUNTIME_EVENT",
     "ApprovalDecided",
+    "AwaitingElicitation",
     "AwaitingApproval",
     "AwaitingInput",
     "Compacted",
     "CompactionFailed",
     "CompactionStarted",
+    "ElicitationAnswered",
     "ErrorEvent",
     "InputReceived",
     "MessageEnded",
@@ -370,6 +372,31 @@ class ApprovalDecided(_RuntimeEvent):
     edited_by: str | None = None
 
 
+class AwaitingElicitation(_RuntimeEvent):
+    """The MCP server ``server`` asks the room ``message``, an answer fitting ``schema`` (the
+    protocol's restricted JSON Schema; :mod:`apps.engine.mcp.elicitation`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True)
+
+    kind: Literal["awaiting_elicitation"] = "awaiting_elicitation"
+    elicitation_id: str
+    server: str
+    message: str
+    schema_: dict[str, Any] = Field(alias="schema")  # BaseModel.schema is taken
+
+
+class ElicitationAnswered(_RuntimeEvent):
+    """The answer to ``elicitation_id``: ``action`` (accept, decline, cancel), ``content``
+    (with accept), by ``answered_by`` (None: nobody answered in time, declined)."""
+
+    kind: Literal["elicitation_answered"] = "elicitation_answered"
+    elicitation_id: str
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+    answered_by: str | None = None
+
+
 class AwaitingInput(_RuntimeEvent):
     """The agent asked the room ``question`` (AskUser); ``question_id`` is the call id."""
 
@@ -520,8 +547,9 @@ class RunEnded(_RuntimeEvent):
 RuntimeEvent = Annotated[
     RunStarted | TurnStarted | MessageStarted | TextDelta | ReasoningDeltaEvent
     | ToolCallStarted | ToolCallArgumentsDelta | ToolCallReadyEvent | MessageEnded
-    | ToolStarted | ToolResultEvent | AwaitingApproval | ApprovalDecided | AwaitingInput
-    | InputReceived | MessagesInjected | UsageUpdated | CompactionStarted | Compacted
+    | ToolStarted | ToolResultEvent | AwaitingApproval | ApprovalDecided | AwaitingElicitation
+    | ElicitationAnswered | AwaitingInput | InputReceived | MessagesInjected | UsageUpdated
+    | CompactionStarted | Compacted
     | CompactionFailed | RetryingEvent | TodosUpdated | WikiChanged | WarningEvent
     | SubagentEvent
     | ErrorEvent | TurnEnded | RunEnded,

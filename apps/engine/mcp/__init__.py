@@ -6,6 +6,12 @@ registers their tools, :func:`probe_server` is the admin's "test connection".
 
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_output, tool_spec
 from apps.engine.mcp.config import McpServerSpec, McpTransport
+from apps.engine.mcp.elicitation import (
+    AcceptDefaults,
+    ElicitationAnswer,
+    ElicitationPort,
+    ElicitationRequest,
+)
 from apps.engine.mcp.manager import (
     McpManager,
     McpToolInfo,
@@ -15,6 +21,10 @@ from apps.engine.mcp.manager import (
 )
 
 __all__ = [
+    "AcceptDefaults",
+    "ElicitationAnswer",
+    "ElicitationPort",
+    "ElicitationRequest",
     "McpManager",
     "McpServerSpec",
     "McpTool",

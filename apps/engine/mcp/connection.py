@@ -63,12 +63,13 @@ class ServerConnection:
 
     ``state`` and ``detail`` (a sentence for people), ``listing`` (every tool the server listed
     last), ``protocol_version`` and ``sandbox_note`` once known. ``on_tools_changed`` is awaited
-    after each refreshed listing, ``warn`` with each problem found while serving.
+    after each refreshed listing, ``warn`` with each problem found while serving;
+    ``elicitation``: the SDK's ``elicitation_callback`` (None: not offered to the server).
     """
 
     def __init__(self, key: int, spec: McpServerSpec, *, client_info: types.Implementation,
                  policy: NetworkPolicy, resolver: Resolver | None, warn: Warn,
-                 on_tools_changed: ToolsChanged) -> None:
+                 on_tools_changed: ToolsChanged, elicitation: Any = None) -> None:
         self.key = key
         self.spec = spec
         self.name = spec.name
@@ -84,6 +85,7 @@ class ServerConnection:
         self._warn_sink = warn
         self._secrets = _secret_values(spec)
         self._on_tools_changed = on_tools_changed
+        self._elicitation = elicitation
         self._client: Client | None = None
         self._scope: anyio.CancelScope | None = None
         self._stop = anyio.Event()
@@ -121,7 +123,8 @@ class ServerConnection:
                 transport = open_transport(self.spec, launch=launch, errlog=errlog,
                                            policy=self._policy, resolver=self._resolver)
                 async with Client(transport, mode="auto", client_info=self._client_info,
-                                  message_handler=self._on_message, cache=None) as client, \
+                                  message_handler=self._on_message, cache=None,
+                                  elicitation_callback=self._elicitation) as client, \
                         AsyncExitStack() as stack:
                     changes = await self._subscribe(client, stack)  # before listing: no gap
                     listing = await self._list_tools(client)

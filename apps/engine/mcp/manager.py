@@ -39,6 +39,7 @@ from apps.engine.events import WarningEvent
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ConnectionState, ServerConnection
+from apps.engine.mcp.elicitation import ElicitationPort, ElicitationRelay, EventSink
 from apps.engine.tools.base import Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.registry import ToolRegistry
@@ -87,14 +88,18 @@ class McpManager:
     ``allow_private_network`` / ``allowed_networks``: the SSRF policy for HTTP servers (the host
     settings WebFetch obeys; see :mod:`apps.engine.tools.net`); ``sandbox``: the host setting
     for stdio servers ("auto": bubblewrap when it works; "off"); ``resolver``: DNS for the guard
-    (tests); ``client_name``/``client_version``: how confab introduces itself to servers.
+    (tests); ``client_name``/``client_version``: how confab introduces itself to servers;
+    ``elicitation``: who answers a server's ``elicitation/create`` (None: the client does not
+    declare the capability, so servers do not ask), its ``awaiting_elicitation`` and
+    ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`).
     """
 
     def __init__(self, specs: Sequence[McpServerSpec], *, registry: ToolRegistry | None = None,
                  allow_private_network: bool = False, allowed_networks: Iterable[str] = (),
                  sandbox: str = "auto", on_warning: WarningSink | None = None,
                  resolver: Resolver | None = None, client_name: str = "confab",
-                 client_version: str = "0.1.0") -> None:
+                 client_version: str = "0.1.0", elicitation: ElicitationPort | None = None,
+                 on_event: EventSink | None = None) -> None:
         self.registry = registry if registry is not None else ToolRegistry()
         self.warnings: list[WarningEvent] = []
         self._on_warning = on_warning
@@ -107,9 +112,11 @@ class McpManager:
         policy = NetworkPolicy.build(allow_private_network=allow_private_network,
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
+        relay = ElicitationRelay(elicitation, on_event) if elicitation is not None else None
         self._connections = [
             ServerConnection(key, spec, client_info=info, policy=policy, resolver=resolver,
-                             warn=self._warn, on_tools_changed=self._tools_changed)
+                             warn=self._warn, on_tools_changed=self._tools_changed,
+                             elicitation=relay.callback(spec.name) if relay else None)
             for key, spec in enumerate(specs)]
 
     # -- lifetime -----------------------------------------------------------------------------
