@@ -8,6 +8,8 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny", "arguments"?}``
   (``arguments``: the call's, edited before approving);
 - ``{"type": "answer", "question_id", "text"}``: answer an AskUser question;
+- ``{"type": "elicit", "elicitation_id", "action", "content"?}``: answer an MCP server's
+  elicitation;
 - ``{"type": "compact"}``: compact the conversation now (when no run is active);
 - ``{"type": "typing"}``.
 
@@ -26,6 +28,7 @@ __all__ = [
     "ClientFrame",
     "CompactFrame",
     "DecideFrame",
+    "ElicitFrame",
     "SendFrame",
     "StopFrame",
     "TypingFrame",
@@ -79,6 +82,16 @@ class AnswerFrame(_Frame):
     _text = field_validator("text")(_not_blank)
 
 
+class ElicitFrame(_Frame):
+    """An answer to an MCP server's elicitation (``awaiting_elicitation``): ``content`` only
+    with ``accept``, checked against the requested schema by the service."""
+
+    type: Literal["elicit"]
+    elicitation_id: str = Field(min_length=1, max_length=100)
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
 class CompactFrame(_Frame):
     type: Literal["compact"]
 
@@ -95,12 +108,12 @@ class HistoryFrame(_Frame):
 
 
 ClientFrame = Annotated[
-    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | TypingFrame
-    | HistoryFrame,
+    SendFrame | StopFrame | DecideFrame | AnswerFrame | ElicitFrame | CompactFrame
+    | TypingFrame | HistoryFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
-WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, CompactFrame)
+WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

@@ -35,6 +35,7 @@ from apps.realtime.frames import (
     AnswerFrame,
     CompactFrame,
     DecideFrame,
+    ElicitFrame,
     HistoryFrame,
     SendFrame,
     StopFrame,
@@ -50,7 +51,14 @@ from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
-from apps.rooms.services.runs import active_run, run_answer, run_compact, run_decide, run_stop
+from apps.rooms.services.runs import (
+    active_run,
+    run_answer,
+    run_compact,
+    run_decide,
+    run_elicit,
+    run_stop,
+)
 from apps.rooms.state import conversation_state
 from apps.rooms.sweeper import ensure_sweeper
 from apps.rooms.tail import TailWatch
@@ -267,6 +275,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await database_sync_to_async(run_answer)(
                     conversation=conversation, membership=membership, question_id=question_id,
                     text=text)
+            case ElicitFrame(elicitation_id=elicitation_id, action=action, content=content):
+                await database_sync_to_async(run_elicit)(
+                    conversation=conversation, membership=membership,
+                    elicitation_id=elicitation_id, action=action, content=content)
             case CompactFrame():
                 await database_sync_to_async(run_compact)(conversation=conversation,
                                                           membership=membership)

@@ -19,7 +19,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -48,7 +48,7 @@ from apps.integrations.builders import (
 from apps.integrations.mcp_builders import mcp_specs
 from apps.rooms.models import Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_release_before, notes_settle
-from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
+from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals, RoomElicitations
 from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_finish, run_heartbeat
@@ -111,6 +111,7 @@ class RunHost:
         self.runner: AgentRunner | None = None
         self.approvals: RoomApprovals | None = None
         self.answers = RoomAnswers()
+        self.elicitations = RoomElicitations(settings.CONFAB["ELICITATION_TIMEOUT_S"])
         self.ended: RunEnded | None = None
         self._compaction: CompactionState | None = None
         self._memory: SessionMemory | None = None
@@ -132,6 +133,10 @@ class RunHost:
 
     def answer(self, question_id: str, text: str, by: str) -> None:
         self.answers.answer(question_id, text, by)
+
+    def elicit(self, elicitation_id: str, action: Literal["accept", "decline", "cancel"],
+               content: dict[str, Any] | None, by: str) -> None:
+        self.elicitations.answer(elicitation_id, action, content, by)
 
     async def host(self) -> None:
         """Run the agent and end the run in the database, whatever happens; one high-water
@@ -230,7 +235,8 @@ class RunHost:
         self._compaction, self._memory = compaction, memory
         mcp = McpManager(setup.mcp_servers, registry=tools,
                          allow_private_network=conf["ALLOW_PRIVATE_NETWORK"],
-                         sandbox=conf["SANDBOX"], on_warning=projector.handle)
+                         sandbox=conf["SANDBOX"], on_warning=projector.handle,
+                         elicitation=self.elicitations, on_event=projector.handle)
         async with AsyncExitStack() as servers:
             async with self._beating():  # starting servers may take their connect timeouts
                 await servers.enter_async_context(mcp)

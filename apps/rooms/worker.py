@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 class RunWorkerConsumer(AsyncConsumer):
     """Hosts runs. Messages: ``run.start`` {run_id}; ``run.stop`` {run_id}; ``run.decide``
     {run_id, tool_call_id, approved, by, arguments}; ``run.answer`` {run_id, question_id,
-    text, by}."""
+    text, by}; ``run.elicit`` {run_id, elicitation_id, action, content, by}."""
 
     hosts: dict[int, RunHost]
 
@@ -68,3 +68,8 @@ class RunWorkerConsumer(AsyncConsumer):
     async def run_answer(self, message: dict[str, Any]) -> None:
         if (host := self._host_of(message)) is not None:
             host.answer(message["question_id"], message["text"], message["by"])
+
+    async def run_elicit(self, message: dict[str, Any]) -> None:
+        if (host := self._host_of(message)) is not None:
+            host.elicit(message["elicitation_id"], message["action"], message["content"],
+                        message["by"])

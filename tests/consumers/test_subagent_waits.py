@@ -68,6 +68,6 @@ async def test_a_member_answers_a_sub_agents_question(
     assert (received["event"]["answer"], received["event"]["answered_by"]) == ("main", "Bob")
     assert (await a.until_event("run_ended"))["status"] == "completed"
     again, after = await connect(bob, conversation.pk)
-    assert after["waiting"] == {"approvals": [], "questions": []}
+    assert after["waiting"] == {"approvals": [], "questions": [], "elicitations": []}
     for client in (a, b, again):
         await client.close()

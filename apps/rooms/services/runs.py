@@ -9,6 +9,7 @@ every message persisted so far, and re-dispatches (or fails) queued runs nobody 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from django.utils import timezone
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode
+from apps.engine.mcp.elicitation import content_problem
 from apps.engine.tools.registry import arguments_problem
 from apps.realtime.groups import RUN_CHANNEL, run_group
 from apps.realtime.publish import group_send_on_commit, send_on_commit
@@ -44,6 +46,7 @@ __all__ = [
     "run_claim",
     "run_compact",
     "run_decide",
+    "run_elicit",
     "run_dispatch_on_commit",
     "run_finish",
     "run_heartbeat",
@@ -62,27 +65,34 @@ def active_run(conversation: Conversation) -> Run | None:
                               status__in=ACTIVE_RUN_STATUSES).first()
 
 
-_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received")
+_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received",
+                  "awaiting_elicitation", "elicitation_answered")
+_WAITS = {  # kind -> (the list it opens or closes, its id field, opens)
+    "awaiting_approval": ("approvals", "call_id", True),
+    "approval_decided": ("approvals", "call_id", False),
+    "awaiting_input": ("questions", "question_id", True),
+    "input_received": ("questions", "question_id", False),
+    "awaiting_elicitation": ("elicitations", "elicitation_id", True),
+    "elicitation_answered": ("elicitations", "elicitation_id", False),
+}
 
 
 def waiting_for(run: Run | None) -> dict[str, list[dict[str, Any]]]:
-    """``{"approvals": [...], "questions": [...]}``: the run's tool calls waiting for a
-    decision and AskUser questions waiting for an answer (their ``awaiting_*`` events), read
-    from the event log. A Task sub-agent's waits count the same: they arrive nested in
-    ``subagent_event`` and are listed with the Task call's id as ``parent_call_id``."""
-    approvals: dict[str, dict[str, Any]] = {}
-    questions: dict[str, dict[str, Any]] = {}
+    """``{"approvals": [...], "questions": [...], "elicitations": [...]}``: the run's tool
+    calls waiting for a decision, AskUser questions and MCP servers' elicitations waiting for
+    an answer (their ``awaiting_*`` events), read from the event log. A Task sub-agent's
+    waits count the same: they arrive nested in ``subagent_event`` and are listed with the
+    Task call's id as ``parent_call_id``."""
+    open_: dict[str, dict[str, dict[str, Any]]] = {
+        "approvals": {}, "questions": {}, "elicitations": {}}
     if run is not None:
         for kind, payload in _waiting_events(run):
-            if kind == "awaiting_approval":
-                approvals[payload["call_id"]] = payload
-            elif kind == "approval_decided":
-                approvals.pop(payload["call_id"], None)
-            elif kind == "awaiting_input":
-                questions[payload["question_id"]] = payload
+            group, key, opens = _WAITS[kind]
+            if opens:
+                open_[group][payload[key]] = payload
             else:
-                questions.pop(payload["question_id"], None)
-    return {"approvals": list(approvals.values()), "questions": list(questions.values())}
+                open_[group].pop(payload[key], None)
+    return {group: list(waits.values()) for group, waits in open_.items()}
 
 
 def _waiting_events(run: Run) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -234,6 +244,34 @@ def run_answer(*, conversation: Conversation, membership: Membership, question_i
         raise ApplicationError(ErrorCode.CONFLICT, "No question with that id is waiting.")
     group_send_on_commit(run_group(run.pk), {
         "type": "run.answer", "run_id": run.pk, "question_id": question_id, "text": text,
+        "by": membership.user.shown_name})
+    return run
+
+
+def run_elicit(*, conversation: Conversation, membership: Membership, elicitation_id: str,
+               action: str, content: dict[str, Any] | None) -> Run:
+    """Pass an answer to an MCP server's waiting elicitation (the first answer wins; the
+    worker ignores later ones). ``conflict`` when it is not waiting; ``invalid`` (it still
+    waits) when ``accept`` comes without content that fits the requested schema, or another
+    action comes with content."""
+    require_writer(membership)
+    run = active_run(conversation)
+    if run is None:
+        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+    waiting = {e["elicitation_id"]: e for e in waiting_for(run)["elicitations"]}
+    if elicitation_id not in waiting:
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               "No MCP server question with that id is waiting.")
+    if action != "accept" and content is not None:
+        raise ApplicationError(ErrorCode.INVALID, f"Content comes with accept, not {action}.")
+    if action == "accept":
+        require_fits(json.dumps(content or {}, ensure_ascii=False))
+        problem = content_problem(waiting[elicitation_id]["schema"], content or {})
+        if problem is not None:
+            raise ApplicationError(ErrorCode.INVALID, f"The question still waits. {problem}")
+    group_send_on_commit(run_group(run.pk), {
+        "type": "run.elicit", "run_id": run.pk, "elicitation_id": elicitation_id,
+        "action": action, "content": content if action == "accept" else None,
         "by": membership.user.shown_name})
     return run
 
