@@ -1,6 +1,7 @@
 // The room page's entry: wires the socket, the store, the renderer and the composer.
 // Data comes from the #room element's data-* attributes (no inline script: the CSP forbids it).
 
+import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
 import { Renderer } from "./render.js";
 import { RoomSocket } from "./socket.js";
@@ -77,7 +78,8 @@ function start(root) {
       case "error":
         if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
-        root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled]")
+        root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled], "
+                              + "form.elicitation [disabled]")
           .forEach((el) => { el.disabled = false; });
         return;
       default:
@@ -146,11 +148,24 @@ function start(root) {
       const form = button.closest(".tool-card")?.querySelector("form.tool-edit");
       if (form) form.hidden = action === "cancel-edit";
       if (form && !form.hidden) form.querySelector("textarea").focus();
+    } else if (action === "elicit-decline" || action === "elicit-cancel") {
+      answerElicitation(button.closest("form.elicitation"), action.slice("elicit-".length));
     } else if (action === "dismiss") {
       store.dismiss(button.dataset.noticeId);
       renderer.schedule();
     }
   });
+
+  function answerElicitation(form, action) {
+    // An MCP server's question: the form's content with "accept"; the server checks it against
+    // the schema (an `invalid` error re-enables the form).
+    if (!form) return;
+    const frame = { type: "elicit", elicitation_id: form.dataset.elicitationId, action };
+    if (action === "accept") frame.content = collectElicitation(form);
+    if (socket.send(frame)) {
+      form.querySelectorAll("input, select, button").forEach((el) => { el.disabled = true; });
+    }
+  }
 
   function approveEdited(form) {
     // Approve with the edited arguments: JSON that is not an object is refused here; whether
@@ -177,6 +192,12 @@ function start(root) {
   }
 
   root.addEventListener("submit", (event) => {
+    const question = event.target.closest("form.elicitation");
+    if (question) {
+      event.preventDefault();
+      answerElicitation(question, "accept");
+      return;
+    }
     const edit = event.target.closest("form.tool-edit");
     if (edit) {
       event.preventDefault();

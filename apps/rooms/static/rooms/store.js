@@ -46,6 +46,7 @@ export class Store {
     this.lastEnd = null; // how the last run ended: {status, stopped_by, error_kind, message}
     this.approvals = new Map();
     this.questions = new Map();
+    this.elicitations = new Map(); // MCP servers' questions: id -> {id, server, message, schema, answer}
     this.usage = null;
     this.todos = [];
     this.notices = [];
@@ -56,7 +57,7 @@ export class Store {
     this.loadingHistory = false;
     this.dirty = { order: true, messages: new Set(), run: true, presence: true, typing: true,
                    usage: true, notices: true, todos: true, role: true, history: true,
-                   prepended: false };
+                   prepended: false, elicitations: true };
     for (const msg of this.local.values()) this._adopt(msg);
   }
 
@@ -72,7 +73,7 @@ export class Store {
     const dirty = this.dirty;
     this.dirty = { order: false, messages: new Set(), run: false, presence: false,
                    typing: false, usage: false, notices: false, todos: false, role: false,
-                   history: false, prepended: false };
+                   history: false, prepended: false, elicitations: false };
     return dirty;
   }
 
@@ -228,6 +229,7 @@ export class Store {
     else this.lastEnd = this.pageEnd;
     for (const wait of (state.waiting && state.waiting.approvals) || []) this._awaitApproval(wait);
     for (const q of (state.waiting && state.waiting.questions) || []) this._awaitInput(q);
+    for (const e of (state.waiting && state.waiting.elicitations) || []) this._awaitElicitation(e);
     this.todos = state.todos || [];
     for (const change of state.wiki_changes || []) this._wikiChange(change);
     const compaction = state.compaction || {};
@@ -350,6 +352,13 @@ export class Store {
     call.status = "waiting";
     call.reason = wait.reason || "";
     this.approvals.set(wait.call_id, wait);
+  }
+
+  _awaitElicitation(ev) {
+    this.elicitations.set(ev.elicitation_id, { id: ev.elicitation_id, server: ev.server,
+                                               message: ev.message, schema: ev.schema,
+                                               answer: null });
+    this.dirty.elicitations = true;
   }
 
   _awaitInput(q) {
@@ -587,6 +596,18 @@ const HANDLERS = {
   awaiting_input(ev) {
     this._awaitInput(ev);
     this._runStatus("awaiting_input");
+  },
+  awaiting_elicitation(ev) {
+    this._awaitElicitation(ev);
+    this._runStatus("awaiting_input");
+  },
+  elicitation_answered(ev) {
+    const question = this.elicitations.get(ev.elicitation_id);
+    if (question) {
+      question.answer = { action: ev.action, by: ev.answered_by };
+      this.dirty.elicitations = true;
+    }
+    this._runStatus("running");
   },
   input_received(ev) {
     const call = this._call(ev.question_id, "AskUser");

@@ -1,0 +1,74 @@
+"""An MCP server's question in a real browser (issue 24): server-everything's elicitation
+becomes a form built from its schema (text, checkbox, number, selects); a wrong value is
+refused by the server and the form stays; the answer reaches the server; after a reload the
+open question is still there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.browser.live import ConfabServer, People
+from tests.e2e.browser.room import script
+from tests.services.django_proc import last_json, run_script
+from tests.services.mcp_servers import everything_command
+
+pytestmark = pytest.mark.e2e
+ASK = {"tool_call": {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}}
+
+
+@pytest.fixture
+def conversation(confab_server: ConfabServer, request: pytest.FixtureRequest) -> int:
+    return confab_server.new_conversation(request.node.name)
+
+
+@pytest.fixture
+def everything(confab_server: ConfabServer) -> Iterator[int]:
+    """server-everything for the demo team (removed afterwards, so other tests never meet it)."""
+    command, args, read_paths = everything_command()
+    code = (
+        "import json\n"
+        "from apps.integrations.models import McpServerConfig\n"
+        f"server = McpServerConfig.objects.create(team_id={confab_server.demo['team']['id']},"
+        f" name='everything', transport='stdio', command={command!r}, args={list(args)!r},"
+        f" read_paths={list(read_paths)!r})\n"
+        "print(json.dumps({'id': server.pk}))\n")
+    server_id = last_json(run_script(code, confab_server.env))["id"]
+    try:
+        yield server_id
+    finally:
+        run_script("from apps.integrations.models import McpServerConfig\n"
+                   f"McpServerConfig.objects.filter(pk={server_id}).delete()\n",
+                   confab_server.env)
+
+
+def test_a_member_answers_an_mcp_servers_question_in_a_form_built_from_its_schema(
+        people: People, conversation: int, everything: int) -> None:
+    alice = people.room("alice", conversation)
+    alice.send(script(ASK, {"text": "the server has its answer"}))
+    card = alice.page.locator("#elicitations .elicitation-card")
+    expect(card).to_contain_text("The MCP server “everything” asks:")
+    expect(card).to_contain_text("Please provide inputs for the following fields:")
+    name = card.locator('.elicit-field[data-name="name"] input')
+    expect(name).to_be_visible()
+    expect(card.locator('.elicit-field[data-name="firstLine"] input')).to_have_value(
+        "It was a dark and stormy night.")
+    expect(card.locator('.elicit-field[data-name="untitledSingleSelectEnum"] select')
+           ).to_have_value("Monica")
+    alice.reload()  # the open question is in the state frame
+    card = alice.page.locator("#elicitations .elicitation-card")
+    name = card.locator('.elicit-field[data-name="name"] input')
+    name.fill("Ada Lovelace")
+    card.locator('.elicit-field[data-name="check"] input').check()
+    card.locator('.elicit-field[data-name="integer"] input').fill("1000")  # maximum 100
+    card.locator('button[data-action="elicit-accept"]').click()
+    expect(alice.page.locator(".notice")).to_contain_text("1000 is greater than")
+    expect(name).to_be_enabled()
+    card.locator('.elicit-field[data-name="integer"] input').fill("7")
+    card.locator('button[data-action="elicit-accept"]').click()
+    expect(card.locator(".answered-by")).to_have_text("Answered by Alice")
+    expect(alice.assistant_bodies().last).to_contain_text("the server has its answer")
+    result = alice.tool_cards().filter(has_text="trigger-elicitation-request")
+    expect(result).to_contain_text("Name: Ada Lovelace")
