@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -53,6 +53,7 @@ MAX_LIST_PAGES = 100
 _STDERR_TAIL_CHARS = 600
 _SECRET_MIN_CHARS = 6  # shorter values ("1", "true") would blank out ordinary words
 
+_T = TypeVar("_T")
 ConnectionState = Literal["connecting", "connected", "failed", "lost", "closed"]
 Warn = Callable[[str], Awaitable[None]]
 ToolsChanged = Callable[["ServerConnection"], Awaitable[None]]
@@ -284,6 +285,47 @@ class ServerConnection:
         await anyio.lowlevel.checkpoint()  # let a list_changed that came first be seen
         await self.settled()
         return result
+
+    # -- resources/list and resources/read ---------------------------------------------------
+    @property
+    def offers_resources(self) -> bool:
+        """Whether the server declared the ``resources`` capability."""
+        client = self._client
+        return client is not None and client.server_capabilities.resources is not None
+
+    async def list_resources(self, cursor: str | None) -> types.ListResourcesResult:
+        """One page of the server's resources (``resources/list``); ToolError on failure."""
+        return await self._request("listing resources",
+                                   lambda client: client.list_resources(cursor=cursor))
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """The contents of ``uri`` (``resources/read``); ToolError on failure (the server's
+        own error for an unknown URI is in the message)."""
+        return await self._request(f"reading {uri}", lambda client: client.read_resource(uri))
+
+    async def _request(self, what: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """``send`` on the open session within ``call_timeout_s``; every failure to get an
+        answer is a ToolError saying ``what`` failed."""
+        client = self._client
+        if client is None or self.state != "connected":
+            raise ToolError(f"The MCP server '{self.name}' is not connected ({self.detail}).")
+        try:
+            with anyio.fail_after(self.spec.call_timeout_s):
+                return await send(client)
+        except TimeoutError as exc:
+            raise ToolError(f"The MCP server '{self.name}' did not answer {what} within "
+                            f"{self.spec.call_timeout_s:g} s.") from exc
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                await self._lost("the connection closed")
+            raise ToolError(self.redact(f"The MCP server '{self.name}' answered {what} with "
+                                        f"an error: {exc.message}")) from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream,
+                httpx2.HTTPError, OSError) as exc:
+            await self._lost(f"{type(exc).__name__}: {exc}")
+            raise ToolError(self.redact(
+                f"The connection to the MCP server '{self.name}' failed {what} "
+                f"({type(exc).__name__}: {exc}).")) from exc
 
     async def _call_error(self, tool: str, exc: MCPError) -> ToolError:
         if exc.code == REQUEST_TIMEOUT:

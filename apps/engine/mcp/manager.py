@@ -11,6 +11,8 @@ One manager per run (DESIGN 2.7)::
   ``on_warning`` and kept in ``warnings``) and the run goes on with the others.
 - Each allowed tool is registered as ``mcp__<server>__<tool>`` (:mod:`.adapter`), in the order of
   ``specs`` and then of each server's listing, so names are the same from run to run.
+- A server that offers resources also gets ``mcp__<server>__list_resources`` and
+  ``mcp__<server>__read_resource`` (:mod:`.resources`).
 - ``tools/list_changed`` updates the registry in place: removed tools are unregistered, new and
   changed ones (re)registered under their run-stable names.
 - Leaving closes every connection (stdio processes end and are reaped, with their pipes and
@@ -40,7 +42,8 @@ from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ConnectionState, ServerConnection
 from apps.engine.mcp.elicitation import ElicitationPort, ElicitationRelay, EventSink
-from apps.engine.tools.base import Concurrency
+from apps.engine.mcp.resources import ListResourcesTool, ReadResourceTool
+from apps.engine.tools.base import BaseTool, Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.registry import ToolRegistry
 from apps.engine.tools.sandbox import SandboxStatus, resolve_status
@@ -106,6 +109,7 @@ class McpManager:
         self._sandbox_setting = sandbox
         self._namer = ToolNamer()
         self._tools: dict[int, dict[str, McpTool]] = {}
+        self._resource_tools: list[BaseTool] = []
         self._registered = anyio.Event()
         self._ready = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
@@ -130,6 +134,7 @@ class McpManager:
             for connection in self._connections:
                 if connection.state == "connected":
                     await self._register(connection)
+                    self._register_resources(connection)
                 else:
                     await self._warn(f"MCP server '{connection.name}' is unavailable for this "
                                      f"run: {connection.detail}.")
@@ -208,10 +213,23 @@ class McpManager:
         if problems:
             await self._warn(f"MCP server '{spec.name}': tools left out: {'; '.join(problems)}.")
 
+    def _register_resources(self, connection: ServerConnection) -> None:
+        """The resource tools of a server that offers resources (they never change)."""
+        if not connection.offers_resources:
+            return
+        key, server, timeout = connection.key, connection.name, connection.spec.call_timeout_s
+        read_name = self._namer.name(key, server, "read_resource", kind="resources")
+        list_name = self._namer.name(key, server, "list_resources", kind="resources")
+        tools: list[BaseTool] = [ListResourcesTool(list_name, read_name, connection, timeout),
+                                 ReadResourceTool(read_name, connection, timeout)]
+        for tool in tools:
+            self.registry.register(tool)
+        self._resource_tools.extend(tools)
+
     async def _tools_changed(self, connection: ServerConnection) -> None:
         await self._register(connection)
 
-    def _unregister(self, tool: McpTool) -> None:
+    def _unregister(self, tool: BaseTool) -> None:
         if self.registry.get(tool.spec.name) is tool:
             self.registry.unregister(tool.spec.name)
 
@@ -220,6 +238,9 @@ class McpManager:
             for tool in tools.values():
                 self._unregister(tool)
         self._tools.clear()
+        for tool in self._resource_tools:
+            self._unregister(tool)
+        self._resource_tools.clear()
 
     # -- reporting ----------------------------------------------------------------------------
     async def _warn(self, message: str) -> None:
