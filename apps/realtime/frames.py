@@ -2,8 +2,9 @@
 
 Client -> server (``docs/protocol.md`` has the full contract):
 
-- ``{"type": "send", "client_id", "text"}``: a message (starts a run, or waits for the next
-  step of the running one); ``client_id`` makes a resend after a reconnect idempotent;
+- ``{"type": "send", "client_id", "text", "attachments"?}``: a message (starts a run, or waits
+  for the next step of the running one); ``client_id`` makes a resend after a reconnect
+  idempotent; ``attachments``: ``[{"kind": "mcp_resource", "server", "uri"}]``;
 - ``{"type": "stop"}``: stop the active run;
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny", "arguments"?}``
   (``arguments``: the call's, edited before approving);
@@ -28,6 +29,7 @@ __all__ = [
     "ClientFrame",
     "CompactFrame",
     "DecideFrame",
+    "McpResourceAttachment",
     "ElicitFrame",
     "SendFrame",
     "StopFrame",
@@ -52,10 +54,23 @@ def _not_blank(text: str) -> str:
     return text
 
 
+class McpResourceAttachment(_Frame):
+    """A resource of one of the team's MCP servers, read when the message is sent."""
+
+    kind: Literal["mcp_resource"]
+    server: str = Field(min_length=1, max_length=100)
+    uri: str = Field(min_length=1, max_length=2000)
+
+
+Attachment = Annotated[McpResourceAttachment, Field(discriminator="kind")]
+MAX_ATTACHMENTS = 10
+
+
 class SendFrame(_Frame):
     type: Literal["send"]
     client_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
     text: str = Field(min_length=1, max_length=MAX_TEXT)
+    attachments: list[Attachment] = Field(default_factory=list, max_length=MAX_ATTACHMENTS)
 
     _text = field_validator("text")(_not_blank)
 

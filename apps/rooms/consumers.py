@@ -46,6 +46,7 @@ from apps.realtime.frames import (
 )
 from apps.realtime.groups import conversation_group, user_group
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
+from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
@@ -257,10 +258,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         conversation, _ = await database_sync_to_async(conversation_for)(
             membership.user, self.conversation_id)
         match frame:
-            case SendFrame(client_id=client_id, text=text):
+            case SendFrame(client_id=client_id, text=text, attachments=attachments):
+                blocks = await read_attachments(conversation.room.team, membership.user,
+                                                attachments)
                 result = await database_sync_to_async(message_post)(
                     conversation=conversation, membership=membership, text=text,
-                    client_id=client_id)
+                    client_id=client_id, attachments=blocks)
                 await self.send_json({"type": "ack", "client_id": client_id,
                                       "message_id": result.message.pk,
                                       "queued": result.queued})

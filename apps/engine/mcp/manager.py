@@ -37,6 +37,7 @@ import anyio
 import mcp_types as types
 from jsonschema import SchemaError
 
+from apps.engine.errors import ToolError
 from apps.engine.events import WarningEvent
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
@@ -255,6 +256,17 @@ class McpManager:
                 await outcome
         except Exception:  # a failing sink must not take a server or the run down
             logger.exception("the MCP warning sink failed")
+
+    async def read_resource(self, server: str, uri: str) -> types.ReadResourceResult:
+        """Read ``uri`` from the connected server named ``server`` (a person's attachment).
+        Raises ToolError: no such server in this manager, not connected, no resources, or
+        the server's own error."""
+        connection = next((c for c in self._connections if c.name == server), None)
+        if connection is None:
+            raise ToolError(f"There is no MCP server '{server}' here.")
+        if connection.state == "connected" and not connection.offers_resources:
+            raise ToolError(f"The MCP server '{server}' offers no resources.")
+        return await connection.read_resource(uri)
 
     def tools(self) -> list[McpTool]:
         """The MCP tools registered now, in registration order."""

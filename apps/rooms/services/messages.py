@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -49,8 +50,9 @@ def _rate_limit(conversation: Conversation, user: User) -> None:
 
 
 def message_post(*, conversation: Conversation, membership: Membership, text: str,
-                 client_id: str) -> PostResult:
-    """Store ``text`` from the member; start a run or queue it for the running one. Raises
+                 client_id: str, attachments: list[dict[str, Any]] | None = None) -> PostResult:
+    """Store ``text`` from the member, followed by ``attachments`` (content blocks, already
+    read: :mod:`apps.rooms.attachments`); start a run or queue it for the running one. Raises
     ApplicationError: ``forbidden`` (a viewer), ``too_large``
     (:func:`~apps.rooms.services.limits.require_fits`),
     ``rate_limited``."""
@@ -64,17 +66,19 @@ def message_post(*, conversation: Conversation, membership: Membership, text: st
     _rate_limit(conversation, user)
     try:
         with transaction.atomic():
-            return _post(conversation, user, text, client_id)
+            return _post(conversation, user, [{"type": "text", "text": text},
+                                              *(attachments or [])], client_id)
     except IntegrityError:  # the same client_id raced in from another socket of this person
         existing = mine.get()
         return PostResult(existing, existing.status == MessageStatus.PENDING, created=False)
 
 
-def _post(conversation: Conversation, user: User, text: str, client_id: str) -> PostResult:
+def _post(conversation: Conversation, user: User, content: list[dict[str, Any]],
+          client_id: str) -> PostResult:
     conversation_lock(conversation.pk)
     message = Message.objects.create(
         conversation=conversation, role="user", author=user, author_name=user.shown_name,
-        content=[{"type": "text", "text": text}], status=MessageStatus.PENDING,
+        content=content, status=MessageStatus.PENDING,
         client_id=client_id)
     run = _start_run(conversation, user)
     if run is not None:  # it starts the run: it joins the history now
