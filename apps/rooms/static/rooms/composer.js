@@ -17,15 +17,70 @@ export function tooLongText(length, max) {
     + "Shorten it or split it.";
 }
 
+function setupAttachments(form) {
+  // "Attach a resource": a team MCP server's resource (server, URI) goes with the next
+  // message; the server reads it when the message is sent. Chips show what is attached.
+  const list = form.querySelector("#composer-attachments");
+  let attached = [];
+
+  function render() {
+    if (!list) return;
+    list.hidden = attached.length === 0;
+    list.replaceChildren(...attached.map((a, i) => {
+      const chip = document.createElement("span");
+      chip.className = "attachment-chip";
+      chip.textContent = `${a.server}: ${a.uri} `;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.dataset.action = "attach-remove";
+      remove.dataset.index = String(i);
+      remove.setAttribute("aria-label", `Remove ${a.uri}`);
+      remove.textContent = "×";
+      chip.append(remove);
+      return chip;
+    }));
+  }
+
+  form.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (!button) return;
+    if (button.dataset.action === "attach-add") {
+      const uri = form.querySelector('input[name="attach-uri"]');
+      const server = form.querySelector('select[name="attach-server"]');
+      if (!uri.value.trim() || !server.value) return;
+      attached.push({ kind: "mcp_resource", server: server.value, uri: uri.value.trim() });
+      uri.value = "";
+      render();
+    } else if (button.dataset.action === "attach-remove") {
+      attached.splice(Number(button.dataset.index), 1);
+      render();
+    }
+  });
+  return {
+    take() {
+      const taken = attached;
+      attached = [];
+      render();
+      return taken;
+    },
+    restore(items) {
+      if (items && items.length && !attached.length) attached = [...items];
+      render();
+    },
+  };
+}
+
 /**
  * Wire `form` (form#composer, `data-max-chars`: the server's CONFAB_MESSAGE_MAX_CHARS):
- * `onSend(text)` for each message; `onTyping()` while typing. Returns `{ focus(),
- * refused(text, reason) }`: `refused` puts a message the server turned down back in the
- * textarea (unless something new is typed there) and says why under it.
+ * `onSend(text, attachments)` for each message (attachments: `[{kind: "mcp_resource", server,
+ * uri}]`, maybe empty); `onTyping()` while typing. Returns `{ focus(), refused(text, reason,
+ * attachments) }`: `refused` puts a message the server turned down back in the textarea
+ * (unless something new is typed there), with its attachments, and says why under it.
  */
 export function setupComposer(form, { onSend, onTyping }) {
   const area = form.querySelector('textarea[name="text"]');
   const status = form.querySelector("#composer-status");
+  const attachments = setupAttachments(form);
   let lastTyping = 0;
 
   function say(text) {
@@ -46,7 +101,7 @@ export function setupComposer(form, { onSend, onTyping }) {
       return;
     }
     say("");
-    onSend(text);
+    onSend(text, attachments.take());
     area.value = "";
     area.focus();
   }
@@ -69,8 +124,11 @@ export function setupComposer(form, { onSend, onTyping }) {
       onTyping();
     }
   });
-  function refused(text, reason) {
-    if (!area.value.trim()) area.value = text;
+  function refused(text, reason, attached) {
+    if (!area.value.trim()) {
+      area.value = text;
+      attachments.restore(attached);
+    }
     say(`Not sent: ${reason}`);
   }
 

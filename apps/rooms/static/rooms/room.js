@@ -53,7 +53,7 @@ function start(root) {
     },
     onOpen: () => {
       for (const msg of store.unsent()) {
-        socket.send({ type: "send", client_id: msg.clientId, text: msg.text });
+        socket.send(sendFrame(msg.clientId, msg.text, msg.attachments));
       }
     },
   });
@@ -93,14 +93,20 @@ function start(root) {
     const reason = frame.message || frame.code;
     const msg = store.sendFailed(reason, frame.client_id);
     if (!msg) return false;
-    if (composerUi) composerUi.refused(msg.text, reason);
+    if (composerUi) composerUi.refused(msg.text, reason, msg.attachments);
     return true;
   }
 
-  function send(text) {
+  function sendFrame(id, text, attachments) {
+    const frame = { type: "send", client_id: id, text };
+    if (attachments && attachments.length) frame.attachments = attachments;
+    return frame;
+  }
+
+  function send(text, attachments) {
     const id = clientId();
-    store.addLocal(id, text);
-    socket.send({ type: "send", client_id: id, text });
+    store.addLocal(id, text, attachments);
+    socket.send(sendFrame(id, text, attachments));
     renderer.schedule();
   }
 

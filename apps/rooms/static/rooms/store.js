@@ -109,9 +109,10 @@ export class Store {
     this.touch(msg);
   }
 
-  addLocal(clientId, text) {
+  addLocal(clientId, text, attachments = []) {
     const msg = this._newMessage({ key: `local:${clientId}`, role: "user", author: {
       id: this.you.id, name: this.you.name }, text, clientId, sending: true, status: "pending" });
+    msg.attachments = attachments; // resent with the message after a reconnect
     this.local.set(clientId, msg);
     this._adopt(msg);
     return msg;

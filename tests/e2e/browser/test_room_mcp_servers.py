@@ -1,7 +1,8 @@
-"""An MCP server's question in a real browser (issue 24): server-everything's elicitation
-becomes a form built from its schema (text, checkbox, number, selects); a wrong value is
-refused by the server and the form stays; the answer reaches the server; after a reload the
-open question is still there."""
+"""A team's MCP server in a real browser (issue 24), server-everything: its question
+(elicitation) becomes a form built from its schema (text, checkbox, number, selects), a wrong
+value is refused by the server and the form stays, the answer reaches the server, and after a
+reload the open question is still there; a resource attached in the composer goes with the
+message."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.services.django_proc import last_json, run_script
 from tests.services.mcp_servers import everything_command
 
 pytestmark = pytest.mark.e2e
+DOC = "demo://resource/static/document/features.md"
 ASK = {"tool_call": {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}}
 
 
@@ -72,3 +74,28 @@ def test_a_member_answers_an_mcp_servers_question_in_a_form_built_from_its_schem
     expect(alice.assistant_bodies().last).to_contain_text("the server has its answer")
     result = alice.tool_cards().filter(has_text="trigger-elicitation-request")
     expect(result).to_contain_text("Name: Ada Lovelace")
+
+
+def test_a_resource_attached_in_the_composer_goes_with_the_message(
+        people: People, conversation: int, everything: int) -> None:
+    alice = people.room("alice", conversation)
+    composer = alice.page.locator("#composer")
+    composer.locator("details.attach-resource summary").click()
+    composer.locator('select[name="attach-server"]').select_option("everything")
+    composer.locator('input[name="attach-uri"]').fill("demo://resource/static/document/nope.md")
+    composer.locator('button[data-action="attach-add"]').click()
+    chip = composer.locator(".attachment-chip")
+    expect(chip).to_contain_text("everything: demo://resource/static/document/nope.md")
+    alice.send("never sent")
+    expect(composer.locator("#composer-status")).to_contain_text("Not sent:")
+    expect(chip).to_have_count(1)  # the refused message keeps its attachment
+    chip.locator('button[data-action="attach-remove"]').click()
+    expect(chip).to_have_count(0)
+    composer.locator('input[name="attach-uri"]').fill(DOC)
+    composer.locator('button[data-action="attach-add"]').click()
+    alice.send("What does this document say?")
+    expect(alice.run_status).to_have_text("Completed")
+    expect(alice.messages("user").filter(has_text="What does this document say?")
+           ).to_contain_text(
+        "[attached from the MCP server 'everything']")
+    expect(chip).to_have_count(0)
