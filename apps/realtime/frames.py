@@ -4,7 +4,9 @@ Client -> server (``docs/protocol.md`` has the full contract):
 
 - ``{"type": "send", "client_id", "text", "attachments"?}``: a message (starts a run, or waits
   for the next step of the running one); ``client_id`` makes a resend after a reconnect
-  idempotent; ``attachments``: ``[{"kind": "mcp_resource", "server", "uri"}]``;
+  idempotent; ``attachments``: ``[{"kind": "mcp_resource", "server", "uri"}]``; ``prompt``:
+  ``{"server", "name", "arguments"}``, an MCP prompt expanded into the message;
+- ``{"type": "prompts"}``: list the team's MCP prompts (answered with a ``prompts`` frame);
 - ``{"type": "stop"}``: stop the active run;
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny", "arguments"?}``
   (``arguments``: the call's, edited before approving);
@@ -30,6 +32,8 @@ __all__ = [
     "CompactFrame",
     "DecideFrame",
     "McpResourceAttachment",
+    "PromptRef",
+    "PromptsFrame",
     "ElicitFrame",
     "SendFrame",
     "StopFrame",
@@ -66,13 +70,28 @@ Attachment = Annotated[McpResourceAttachment, Field(discriminator="kind")]
 MAX_ATTACHMENTS = 10
 
 
+class PromptRef(_Frame):
+    """An MCP prompt to expand into the message: ``/<server>:<name>`` with its arguments."""
+
+    server: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, str] = Field(default_factory=dict, max_length=50)
+
+
 class SendFrame(_Frame):
     type: Literal["send"]
     client_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
     text: str = Field(min_length=1, max_length=MAX_TEXT)
     attachments: list[Attachment] = Field(default_factory=list, max_length=MAX_ATTACHMENTS)
+    prompt: PromptRef | None = None
 
     _text = field_validator("text")(_not_blank)
+
+
+class PromptsFrame(_Frame):
+    """The prompts of the team's MCP servers, for the composer's slash commands."""
+
+    type: Literal["prompts"]
 
 
 class StopFrame(_Frame):
@@ -124,11 +143,12 @@ class HistoryFrame(_Frame):
 
 ClientFrame = Annotated[
     SendFrame | StopFrame | DecideFrame | AnswerFrame | ElicitFrame | CompactFrame
-    | TypingFrame | HistoryFrame,
+    | TypingFrame | HistoryFrame | PromptsFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
-WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame)
+WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame,
+                PromptsFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

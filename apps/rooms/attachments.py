@@ -1,8 +1,8 @@
 """A message's attachments, read when it is sent: MCP resources of the team's servers.
 
 ``send.attachments: [{"kind": "mcp_resource", "server", "uri"}]`` (docs/protocol.md). Each is
-read once, through the person's own view of the team's MCP servers (the servers a run they
-start would connect, with their sign-in), and stored in the message as content blocks — a text
+read once, through the person's own view of the team's MCP servers
+(:mod:`apps.rooms.mcp_access`), and stored in the message as content blocks — a text
 block headed ``[attached from the MCP server '<server>']`` and ``[resource <uri> (<type>)]``,
 or an image — so the history, the model and
 the exports all hold what was attached, as it was then. A server of another team, or none of
@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
-from django.conf import settings
-
 from apps.accounts.models import Team, User
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.errors import ToolError
 from apps.engine.mcp import McpManager
 from apps.engine.mcp.adapter import resource_block
 from apps.engine.messages import TextBlock
-from apps.integrations.mcp_builders import mcp_specs
 from apps.realtime.frames import McpResourceAttachment
+from apps.rooms.mcp_access import person_servers, require_connected
 from apps.rooms.services.limits import message_max_chars
 
 __all__ = ["read_attachments"]
@@ -37,22 +34,10 @@ async def read_attachments(team: Team, user: User, attachments: list[McpResource
     longer than ``CONFAB_MESSAGE_MAX_CHARS``)."""
     if not attachments:
         return []
-    specs = {s.name: s for s in await database_sync_to_async(mcp_specs)(team, user=user)}
-    wanted = list(dict.fromkeys(a.server for a in attachments))
-    for name in wanted:
-        if name not in specs:
-            raise ApplicationError(ErrorCode.NOT_FOUND, f"No MCP server named '{name}'.")
-    conf = settings.CONFAB
-    async with McpManager([specs[n] for n in wanted],
-                          allow_private_network=conf["ALLOW_PRIVATE_NETWORK"],
-                          sandbox=conf["SANDBOX"]) as manager:
-        down = {s.name: s.detail for s in manager.status() if s.state != "connected"}
-        blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    async with person_servers(team, user, (a.server for a in attachments)) as manager:
         for attachment in attachments:
-            if attachment.server in down:
-                raise ApplicationError(ErrorCode.UNAVAILABLE, (
-                    f"The MCP server '{attachment.server}' is unavailable: "
-                    f"{down[attachment.server]}."))
+            require_connected(manager, attachment.server)
             blocks.extend(await _read(manager, attachment))
     return blocks
 
@@ -72,7 +57,7 @@ async def _read(manager: McpManager, attachment: McpResourceAttachment
             block = TextBlock(text=f"[attached from the MCP server '{attachment.server}']\n"
                                    f"{block.text}")
             _require_fits(attachment, block.text)
-        out.append(block.model_dump(mode="json"))
+        out.append(block.model_dump(mode="json", exclude_none=True))
     return out
 
 

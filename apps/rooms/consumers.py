@@ -37,6 +37,7 @@ from apps.realtime.frames import (
     DecideFrame,
     ElicitFrame,
     HistoryFrame,
+    PromptsFrame,
     SendFrame,
     StopFrame,
     TypingFrame,
@@ -49,6 +50,7 @@ from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, orig
 from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
+from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
@@ -258,9 +260,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         conversation, _ = await database_sync_to_async(conversation_for)(
             membership.user, self.conversation_id)
         match frame:
-            case SendFrame(client_id=client_id, text=text, attachments=attachments):
-                blocks = await read_attachments(conversation.room.team, membership.user,
-                                                attachments)
+            case SendFrame(client_id=client_id, text=text, attachments=attachments,
+                           prompt=prompt):
+                team, user = conversation.room.team, membership.user
+                blocks = (await expand_prompt(team, user, prompt) if prompt else [])
+                blocks += await read_attachments(team, user, attachments)
                 result = await database_sync_to_async(message_post)(
                     conversation=conversation, membership=membership, text=text,
                     client_id=client_id, attachments=blocks)
@@ -290,6 +294,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 page = await database_sync_to_async(messages_page)(conversation.pk, before,
                                                                   run=run)
                 await self.send_json({"type": "history", **page.as_json()})
+            case PromptsFrame():
+                await self.send_json({"type": "prompts", "prompts": await team_prompts(
+                    conversation.room.team, membership.user)})
             case TypingFrame():
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})

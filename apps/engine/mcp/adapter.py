@@ -48,6 +48,7 @@ __all__ = [
     "McpTool",
     "ToolNamer",
     "blocks_output",
+    "content_block",
     "resource_block",
     "sanitize",
     "tool_output",
@@ -160,6 +161,11 @@ def blocks_output(blocks: list[TextBlock | ImageBlock], *, is_error: bool = Fals
         return ToolOutput(content="\n".join(b.text for b in blocks),  # type: ignore[union-attr]
                           is_error=is_error)
     return ToolOutput(content=blocks, is_error=is_error)
+
+
+def content_block(item: types.ContentBlock) -> TextBlock | ImageBlock:
+    """One MCP content block (of a tool result or a prompt message) as the model gets it."""
+    return _block(item)
 
 
 def resource_block(contents: types.TextResourceContents | types.BlobResourceContents

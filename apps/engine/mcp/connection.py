@@ -303,6 +303,33 @@ class ServerConnection:
         own error for an unknown URI is in the message)."""
         return await self._request(f"reading {uri}", lambda client: client.read_resource(uri))
 
+    # -- prompts/list and prompts/get ---------------------------------------------------------
+    @property
+    def offers_prompts(self) -> bool:
+        """Whether the server declared the ``prompts`` capability."""
+        client = self._client
+        return client is not None and client.server_capabilities.prompts is not None
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        """Every prompt of the server (all pages of ``prompts/list``); ToolError on failure."""
+        prompts: list[types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await self._request("listing prompts",
+                                       lambda client, at=cursor: client.list_prompts(cursor=at))
+            prompts.extend(page.prompts)
+            cursor = page.next_cursor
+            if cursor is None:
+                return prompts
+        raise ToolError(f"The MCP server '{self.name}' listed more than {MAX_LIST_PAGES} "
+                        "pages of prompts.")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """The prompt ``name`` expanded with ``arguments`` (``prompts/get``); ToolError on
+        failure."""
+        return await self._request(f"getting the prompt {name}",
+                                   lambda client: client.get_prompt(name, arguments))
+
     async def _request(self, what: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """``send`` on the open session within ``call_timeout_s``; every failure to get an
         answer is a ToolError saying ``what`` failed."""

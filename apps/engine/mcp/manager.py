@@ -43,6 +43,7 @@ from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ConnectionState, ServerConnection
 from apps.engine.mcp.elicitation import ElicitationPort, ElicitationRelay, EventSink
+from apps.engine.mcp.prompts import PromptInfo
 from apps.engine.mcp.resources import ListResourcesTool, ReadResourceTool
 from apps.engine.tools.base import BaseTool, Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
@@ -267,6 +268,30 @@ class McpManager:
         if connection.state == "connected" and not connection.offers_resources:
             raise ToolError(f"The MCP server '{server}' offers no resources.")
         return await connection.read_resource(uri)
+
+    async def prompts(self) -> list[PromptInfo]:
+        """The prompts of every connected server that offers them, in the order of ``specs``;
+        a server whose listing fails is left out with a warning."""
+        found: list[PromptInfo] = []
+        for connection in self._connections:
+            if connection.state != "connected" or not connection.offers_prompts:
+                continue
+            try:
+                listed = await connection.list_prompts()
+            except ToolError as exc:
+                await self._warn(str(exc))
+                continue
+            found.extend(PromptInfo.of(connection.name, p) for p in listed)
+        return found
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]
+                         ) -> types.GetPromptResult:
+        """The prompt ``name`` of ``server`` expanded with ``arguments``. Raises ToolError:
+        no such server here, or the server's own error."""
+        connection = next((c for c in self._connections if c.name == server), None)
+        if connection is None:
+            raise ToolError(f"There is no MCP server '{server}' here.")
+        return await connection.get_prompt(name, arguments)
 
     def tools(self) -> list[McpTool]:
         """The MCP tools registered now, in registration order."""

@@ -12,6 +12,7 @@ clients), ``hang`` (waits until cancelled; ``marker`` names a file it creates on
 ``<marker>.cancelled`` once cancelled),
 ``picture`` (text and a PNG), ``structured_only`` (structured content and no text), ``failing``
 (an ``isError`` result), ``read_file`` (for the sandbox tests) and ``weird.name/with spaces``.
+Prompts: ``总结`` (a CJK name, argument ``主题``).
 ``python py_server.py --helpers SECONDS`` first starts two ``sleep SECONDS`` helper processes
 (:func:`start_helpers`).
 """
@@ -129,6 +130,10 @@ def build_server(state: ServerState | None = None) -> MCPServer:
     def weird() -> str:
         """A tool whose name needs sanitizing."""
         return "weird"
+
+    @server.prompt(name="总结", description="总结一个主题")
+    def summarise(主题: str) -> str:
+        return f"请用三句话总结：{主题}"
 
     return server
 
