@@ -2,11 +2,12 @@
 (elicitation) becomes a form built from its schema (text, checkbox, number, selects), a wrong
 value is refused by the server and the form stays, the answer reaches the server, and after a
 reload the open question is still there; a resource attached in the composer goes with the
-message."""
+message; a prompt is a slash command (a CJK server name too) whose arguments are asked inline."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import expect
@@ -26,15 +27,16 @@ def conversation(confab_server: ConfabServer, request: pytest.FixtureRequest) ->
     return confab_server.new_conversation(request.node.name)
 
 
-@pytest.fixture
-def everything(confab_server: ConfabServer) -> Iterator[int]:
-    """server-everything for the demo team (removed afterwards, so other tests never meet it)."""
+@contextmanager
+def team_server(confab_server: ConfabServer, name: str) -> Iterator[int]:
+    """server-everything as the demo team's server ``name`` (removed afterwards, so other
+    tests never meet it)."""
     command, args, read_paths = everything_command()
     code = (
         "import json\n"
         "from apps.integrations.models import McpServerConfig\n"
         f"server = McpServerConfig.objects.create(team_id={confab_server.demo['team']['id']},"
-        f" name='everything', transport='stdio', command={command!r}, args={list(args)!r},"
+        f" name={name!r}, transport='stdio', command={command!r}, args={list(args)!r},"
         f" read_paths={list(read_paths)!r})\n"
         "print(json.dumps({'id': server.pk}))\n")
     server_id = last_json(run_script(code, confab_server.env))["id"]
@@ -44,6 +46,12 @@ def everything(confab_server: ConfabServer) -> Iterator[int]:
         run_script("from apps.integrations.models import McpServerConfig\n"
                    f"McpServerConfig.objects.filter(pk={server_id}).delete()\n",
                    confab_server.env)
+
+
+@pytest.fixture
+def everything(confab_server: ConfabServer) -> Iterator[int]:
+    with team_server(confab_server, "everything") as server_id:
+        yield server_id
 
 
 def test_a_member_answers_an_mcp_servers_question_in_a_form_built_from_its_schema(
@@ -99,3 +107,26 @@ def test_a_resource_attached_in_the_composer_goes_with_the_message(
            ).to_contain_text(
         "[attached from the MCP server 'everything']")
     expect(chip).to_have_count(0)
+
+
+def test_a_servers_prompt_is_a_slash_command_with_its_arguments_asked_inline(
+        confab_server: ConfabServer, people: People, conversation: int) -> None:
+    with team_server(confab_server, "资料"):
+        alice = people.room("alice", conversation)
+        alice.textarea.fill("/资")
+        menu = alice.page.locator("#prompt-menu")
+        pick = menu.locator('button[data-action="prompt-pick"]', has_text="/资料:args-prompt")
+        expect(pick).to_be_visible()
+        expect(menu).to_contain_text("/资料:simple-prompt")
+        pick.click()
+        expect(alice.textarea).to_have_value("/资料:args-prompt")
+        args = alice.page.locator("#prompt-args")
+        alice.composer.locator('button[data-action="send"]').click()
+        expect(alice.page.locator("#composer-status")).to_have_text(
+            "Not sent: /资料:args-prompt needs city.")
+        args.locator('input[name="city"]').fill("京都")
+        alice.composer.locator('button[data-action="send"]').click()
+        expect(alice.textarea).to_have_value("")
+        sent = alice.messages("user").filter(has_text="/资料:args-prompt")
+        expect(sent).to_contain_text("What's weather in 京都?")
+        expect(alice.run_status).to_have_text("Completed")

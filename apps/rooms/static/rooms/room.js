@@ -53,7 +53,7 @@ function start(root) {
     },
     onOpen: () => {
       for (const msg of store.unsent()) {
-        socket.send(sendFrame(msg.clientId, msg.text, msg.attachments));
+        socket.send(sendFrame(msg.clientId, msg.text, msg.attachments, msg.prompt));
       }
     },
   });
@@ -68,6 +68,9 @@ function start(root) {
         return;
       case "ack":
         store.ack(frame);
+        return;
+      case "prompts":
+        if (composerUi) composerUi.setPrompts(frame.prompts);
         return;
       case "history":
         store.applyHistory(frame);
@@ -97,16 +100,17 @@ function start(root) {
     return true;
   }
 
-  function sendFrame(id, text, attachments) {
+  function sendFrame(id, text, attachments, prompt) {
     const frame = { type: "send", client_id: id, text };
     if (attachments && attachments.length) frame.attachments = attachments;
+    if (prompt) frame.prompt = prompt;
     return frame;
   }
 
-  function send(text, attachments) {
+  function send(text, attachments, prompt) {
     const id = clientId();
-    store.addLocal(id, text, attachments);
-    socket.send(sendFrame(id, text, attachments));
+    store.addLocal(id, text, attachments).prompt = prompt;
+    socket.send(sendFrame(id, text, attachments, prompt));
     renderer.schedule();
   }
 
@@ -131,7 +135,8 @@ function start(root) {
 
   const composer = root.querySelector("#composer");
   const composerUi = composer
-    ? setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }) })
+    ? setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }),
+                                requestPrompts: () => socket.send({ type: "prompts" }) })
     : null;
 
   root.addEventListener("click", (event) => {
