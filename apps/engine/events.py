@@ -53,6 +53,7 @@ __all__ = [
     "ElicitationAnswered",
     "ErrorEvent",
     "InputReceived",
+    "McpListChanged",
     "MessageEnded",
     "MessageStarted",
     "MessagesInjected",
@@ -397,6 +398,15 @@ class ElicitationAnswered(_RuntimeEvent):
     answered_by: str | None = None
 
 
+class McpListChanged(_RuntimeEvent):
+    """The MCP server ``server`` says its ``list`` of prompts or resources changed
+    (``notifications/prompts/list_changed`` / ``resources/list_changed``): ask it again."""
+
+    kind: Literal["mcp_list_changed"] = "mcp_list_changed"
+    server: str
+    list: Literal["prompts", "resources"]
+
+
 class AwaitingInput(_RuntimeEvent):
     """The agent asked the room ``question`` (AskUser); ``question_id`` is the call id."""
 
@@ -548,8 +558,8 @@ RuntimeEvent = Annotated[
     RunStarted | TurnStarted | MessageStarted | TextDelta | ReasoningDeltaEvent
     | ToolCallStarted | ToolCallArgumentsDelta | ToolCallReadyEvent | MessageEnded
     | ToolStarted | ToolResultEvent | AwaitingApproval | ApprovalDecided | AwaitingElicitation
-    | ElicitationAnswered | AwaitingInput | InputReceived | MessagesInjected | UsageUpdated
-    | CompactionStarted | Compacted
+    | ElicitationAnswered | McpListChanged | AwaitingInput | InputReceived | MessagesInjected
+    | UsageUpdated | CompactionStarted | Compacted
     | CompactionFailed | RetryingEvent | TodosUpdated | WikiChanged | WarningEvent
     | SubagentEvent
     | ErrorEvent | TurnEnded | RunEnded,

@@ -57,6 +57,10 @@ _T = TypeVar("_T")
 ConnectionState = Literal["connecting", "connected", "failed", "lost", "closed"]
 Warn = Callable[[str], Awaitable[None]]
 ToolsChanged = Callable[["ServerConnection"], Awaitable[None]]
+_LIST_CHANGES: dict[type, Literal["prompts", "resources"]] = {
+    types.PromptListChangedNotification: "prompts",
+    types.ResourceListChangedNotification: "resources"}
+ListChanged = Callable[["ServerConnection", Literal["prompts", "resources"]], Awaitable[None]]
 
 
 class ServerConnection:
@@ -65,12 +69,15 @@ class ServerConnection:
     ``state`` and ``detail`` (a sentence for people), ``listing`` (every tool the server listed
     last), ``protocol_version`` and ``sandbox_note`` once known. ``on_tools_changed`` is awaited
     after each refreshed listing, ``warn`` with each problem found while serving;
-    ``elicitation``: the SDK's ``elicitation_callback`` (None: not offered to the server).
+    ``elicitation``: the SDK's ``elicitation_callback`` (None: not offered to the server);
+    ``on_list_changed(connection, "prompts" | "resources")`` is awaited when the server says
+    that list changed (None: not listened for).
     """
 
     def __init__(self, key: int, spec: McpServerSpec, *, client_info: types.Implementation,
                  policy: NetworkPolicy, resolver: Resolver | None, warn: Warn,
-                 on_tools_changed: ToolsChanged, elicitation: Any = None) -> None:
+                 on_tools_changed: ToolsChanged, elicitation: Any = None,
+                 on_list_changed: ListChanged | None = None) -> None:
         self.key = key
         self.spec = spec
         self.name = spec.name
@@ -87,6 +94,7 @@ class ServerConnection:
         self._secrets = _secret_values(spec)
         self._on_tools_changed = on_tools_changed
         self._elicitation = elicitation
+        self._on_list_changed = on_list_changed
         self._client: Client | None = None
         self._scope: anyio.CancelScope | None = None
         self._stop = anyio.Event()
@@ -208,14 +216,20 @@ class ServerConnection:
         raise MCPError(types.INTERNAL_ERROR, f"tools/list gave more than {MAX_LIST_PAGES} pages")
 
     async def _subscribe(self, client: Client, stack: AsyncExitStack) -> Subscription | None:
-        """On 2026-07-28 a server sends tool list changes only on a ``subscriptions/listen``
-        stream, when it declares ``tools.listChanged``: open it (acknowledged) or give None."""
-        tools = client.server_capabilities.tools
-        if (client.protocol_version not in MODERN_PROTOCOL_VERSIONS or tools is None
-                or not tools.list_changed):
+        """On 2026-07-28 a server sends list changes only on a ``subscriptions/listen``
+        stream, for the lists whose capability declares ``listChanged`` (tools; prompts and
+        resources when someone listens for them): open it (acknowledged) or give None."""
+        caps = client.server_capabilities
+        wanted = {kind: bool(cap is not None and cap.list_changed) for kind, cap in (
+            ("tools", caps.tools), ("prompts", caps.prompts), ("resources", caps.resources))}
+        if self._on_list_changed is None:
+            wanted["prompts"] = wanted["resources"] = False
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not any(wanted.values()):
             return None
         try:
-            return await stack.enter_async_context(client.listen(tools_list_changed=True))
+            return await stack.enter_async_context(client.listen(
+                tools_list_changed=wanted["tools"], prompts_list_changed=wanted["prompts"],
+                resources_list_changed=wanted["resources"]))
         except (ListenNotSupportedError, SubscriptionLost, MCPError) as exc:
             logger.info("MCP server %r: no tool list changes (%s)", self.name, exc)
             return None
@@ -223,6 +237,8 @@ class ServerConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._mark_stale()
+        elif self._on_list_changed is not None and type(message) in _LIST_CHANGES:
+            await self._on_list_changed(self, _LIST_CHANGES[type(message)])
         elif isinstance(message, Exception):
             logger.info("MCP server %r: transport error %r", self.name, message)
 

@@ -31,14 +31,14 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 import anyio
 import mcp_types as types
 from jsonschema import SchemaError
 
 from apps.engine.errors import ToolError
-from apps.engine.events import WarningEvent
+from apps.engine.events import McpListChanged, WarningEvent
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ConnectionState, ServerConnection
@@ -96,7 +96,8 @@ class McpManager:
     (tests); ``client_name``/``client_version``: how confab introduces itself to servers;
     ``elicitation``: who answers a server's ``elicitation/create`` (None: the client does not
     declare the capability, so servers do not ask), its ``awaiting_elicitation`` and
-    ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`).
+    ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`), as do
+    ``mcp_list_changed`` events when a server's prompts or resources change.
     """
 
     def __init__(self, specs: Sequence[McpServerSpec], *, registry: ToolRegistry | None = None,
@@ -119,10 +120,12 @@ class McpManager:
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
         relay = ElicitationRelay(elicitation, on_event) if elicitation is not None else None
+        self._on_event = on_event
         self._connections = [
             ServerConnection(key, spec, client_info=info, policy=policy, resolver=resolver,
                              warn=self._warn, on_tools_changed=self._tools_changed,
-                             elicitation=relay.callback(spec.name) if relay else None)
+                             elicitation=relay.callback(spec.name) if relay else None,
+                             on_list_changed=self._list_changed if on_event else None)
             for key, spec in enumerate(specs)]
 
     # -- lifetime -----------------------------------------------------------------------------
@@ -227,6 +230,15 @@ class McpManager:
         for tool in tools:
             self.registry.register(tool)
         self._resource_tools.extend(tools)
+
+    async def _list_changed(self, connection: ServerConnection,
+                            kind: Literal["prompts", "resources"]) -> None:
+        """Tell ``on_event`` (the room: the composer asks for prompts again)."""
+        if self._on_event is None:
+            return
+        outcome = self._on_event(McpListChanged(server=connection.name, list=kind))
+        if inspect.isawaitable(outcome):
+            await outcome
 
     async def _tools_changed(self, connection: ServerConnection) -> None:
         await self._register(connection)

@@ -146,6 +146,9 @@ function setupPrompts(form, area, requestPrompts) {
       prompts = list || [];
       renderMenu();
     },
+    forgetPrompts() {
+      prompts = null;
+    },
     // The prompt to send with `text` ({server, name, arguments}), null for none; throws a
     // sentence when a required argument is missing.
     take(text) {
@@ -235,5 +238,6 @@ export function setupComposer(form, { onSend, onTyping, requestPrompts = () => {
     say(`Not sent: ${reason}`);
   }
 
-  return { focus: () => area.focus(), refused, setPrompts: prompts.setPrompts };
+  return { focus: () => area.focus(), refused, setPrompts: prompts.setPrompts,
+           forgetPrompts: prompts.forgetPrompts };
 }

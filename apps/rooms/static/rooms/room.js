@@ -65,6 +65,8 @@ function start(root) {
         return;
       case "event":
         store.applyEvent(frame.event);
+        if (frame.event.kind === "mcp_list_changed" && frame.event.list === "prompts"
+            && composerUi) composerUi.forgetPrompts(); // the next "/" asks again
         return;
       case "ack":
         store.ack(frame);
