@@ -233,6 +233,7 @@ CONFAB = {
     # Runs
     "APPROVAL_TIMEOUT_S": env_float("CONFAB_APPROVAL_TIMEOUT_S", 600.0),
     "ASK_TIMEOUT_S": env_float("CONFAB_ASK_TIMEOUT_S", 900.0),
+    "ELICITATION_TIMEOUT_S": env_float("CONFAB_ELICITATION_TIMEOUT_S", 600.0),
     # The longest message (and AskUser answer) a person can send, in characters: the server
     # refuses a longer one and the composer says so before sending.
     "MESSAGE_MAX_CHARS": env_int("CONFAB_MESSAGE_MAX_CHARS", 32_000),

@@ -53,6 +53,7 @@ __all__ = [
     "ElicitationAnswered",
     "ErrorEvent",
     "InputReceived",
+    "McpListChanged",
     "MessageEnded",
     "MessageStarted",
     "MessagesInjected",
@@ -347,22 +348,29 @@ class ToolResultEvent(_RuntimeEvent):
 
 
 class AwaitingApproval(_RuntimeEvent):
-    """Call ``call_id`` waits for a member's decision; ``reason`` says why it needs one."""
+    """Call ``call_id`` waits for a member's decision; ``reason`` says why it needs one;
+    ``parameters``: the tool's JSON Schema, which arguments edited before approving must fit."""
 
     kind: Literal["awaiting_approval"] = "awaiting_approval"
     call_id: str
     name: str
     arguments: dict[str, Any]
     reason: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
 
 
 class ApprovalDecided(_RuntimeEvent):
-    """The decision on ``call_id``: ``approved``, by ``decided_by`` (None: timed out)."""
+    """The decision on ``call_id``: ``approved``, by ``decided_by`` (None: timed out);
+    ``arguments``: the call's as the model sent them; ``edited_arguments``: what ran instead,
+    as ``edited_by`` changed them before approving (both None: not edited)."""
 
     kind: Literal["approval_decided"] = "approval_decided"
     call_id: str
     approved: bool
     decided_by: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    edited_arguments: dict[str, Any] | None = None
+    edited_by: str | None = None
 
 
 class AwaitingElicitation(_RuntimeEvent):
@@ -388,6 +396,15 @@ class ElicitationAnswered(_RuntimeEvent):
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
     answered_by: str | None = None
+
+
+class McpListChanged(_RuntimeEvent):
+    """The MCP server ``server`` says its ``list`` of prompts or resources changed
+    (``notifications/prompts/list_changed`` / ``resources/list_changed``): ask it again."""
+
+    kind: Literal["mcp_list_changed"] = "mcp_list_changed"
+    server: str
+    list: Literal["prompts", "resources"]
 
 
 class AwaitingInput(_RuntimeEvent):
@@ -541,8 +558,8 @@ RuntimeEvent = Annotated[
     RunStarted | TurnStarted | MessageStarted | TextDelta | ReasoningDeltaEvent
     | ToolCallStarted | ToolCallArgumentsDelta | ToolCallReadyEvent | MessageEnded
     | ToolStarted | ToolResultEvent | AwaitingApproval | ApprovalDecided | AwaitingElicitation
-    | ElicitationAnswered | AwaitingInput | InputReceived | MessagesInjected | UsageUpdated
-    | CompactionStarted | Compacted
+    | ElicitationAnswered | McpListChanged | AwaitingInput | InputReceived | MessagesInjected
+    | UsageUpdated | CompactionStarted | Compacted
     | CompactionFailed | RetryingEvent | TodosUpdated | WikiChanged | WarningEvent
     | SubagentEvent
     | ErrorEvent | TurnEnded | RunEnded,

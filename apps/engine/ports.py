@@ -8,7 +8,7 @@ The run's history flows out as runtime events (``message_ended`` for every messa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from apps.engine.messages import Message, ToolCall
 
@@ -39,11 +39,15 @@ class PendingInbox(Protocol):
 @dataclass(frozen=True, slots=True)
 class ApprovalDecision:
     """A member's decision on a tool call: ``approved``, ``decided_by`` (a display name; None
-    when the wait timed out, which counts as a denial), optional ``note`` for the model."""
+    when the wait timed out, which counts as a denial), optional ``note`` for the model, and
+    ``arguments``: the call's arguments as the member edited them before approving (None: run
+    as the model sent them). The host validates edited arguments against the tool's schema
+    before it delivers them; the executor checks them again."""
 
     approved: bool
     decided_by: str | None = None
     note: str = ""
+    arguments: dict[str, Any] | None = None
 
 
 @runtime_checkable

@@ -2,11 +2,17 @@
 
 Client -> server (``docs/protocol.md`` has the full contract):
 
-- ``{"type": "send", "client_id", "text"}``: a message (starts a run, or waits for the next
-  step of the running one); ``client_id`` makes a resend after a reconnect idempotent;
+- ``{"type": "send", "client_id", "text", "attachments"?}``: a message (starts a run, or waits
+  for the next step of the running one); ``client_id`` makes a resend after a reconnect
+  idempotent; ``attachments``: ``[{"kind": "mcp_resource", "server", "uri"}]``; ``prompt``:
+  ``{"server", "name", "arguments"}``, an MCP prompt expanded into the message;
+- ``{"type": "prompts"}``: list the team's MCP prompts (answered with a ``prompts`` frame);
 - ``{"type": "stop"}``: stop the active run;
-- ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny"}``;
+- ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny", "arguments"?}``
+  (``arguments``: the call's, edited before approving);
 - ``{"type": "answer", "question_id", "text"}``: answer an AskUser question;
+- ``{"type": "elicit", "elicitation_id", "action", "content"?}``: answer an MCP server's
+  elicitation;
 - ``{"type": "compact"}``: compact the conversation now (when no run is active);
 - ``{"type": "set_agent_mode", "agent_mode": "always" | "mention"}``: when the agent answers;
 - ``{"type": "ask_agent"}``: start the agent's turn without a message (when no run is active);
@@ -17,7 +23,7 @@ Server -> client frames are built by :mod:`apps.realtime.server_frames`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -28,6 +34,10 @@ __all__ = [
     "AskAgentFrame",
     "CompactFrame",
     "DecideFrame",
+    "McpResourceAttachment",
+    "PromptRef",
+    "PromptsFrame",
+    "ElicitFrame",
     "SendFrame",
     "SetAgentModeFrame",
     "StopFrame",
@@ -52,12 +62,40 @@ def _not_blank(text: str) -> str:
     return text
 
 
+class McpResourceAttachment(_Frame):
+    """A resource of one of the team's MCP servers, read when the message is sent."""
+
+    kind: Literal["mcp_resource"]
+    server: str = Field(min_length=1, max_length=100)
+    uri: str = Field(min_length=1, max_length=2000)
+
+
+Attachment = Annotated[McpResourceAttachment, Field(discriminator="kind")]
+MAX_ATTACHMENTS = 10
+
+
+class PromptRef(_Frame):
+    """An MCP prompt to expand into the message: ``/<server>:<name>`` with its arguments."""
+
+    server: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, str] = Field(default_factory=dict, max_length=50)
+
+
 class SendFrame(_Frame):
     type: Literal["send"]
     client_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
     text: str = Field(min_length=1, max_length=MAX_TEXT)
+    attachments: list[Attachment] = Field(default_factory=list, max_length=MAX_ATTACHMENTS)
+    prompt: PromptRef | None = None
 
     _text = field_validator("text")(_not_blank)
+
+
+class PromptsFrame(_Frame):
+    """The prompts of the team's MCP servers, for the composer's slash commands."""
+
+    type: Literal["prompts"]
 
 
 class StopFrame(_Frame):
@@ -65,9 +103,13 @@ class StopFrame(_Frame):
 
 
 class DecideFrame(_Frame):
+    """A decision; ``arguments`` (an object, only with ``approve``): the call's arguments as
+    the member edited them, checked against the tool's schema by the service."""
+
     type: Literal["decide"]
     tool_call_id: str = Field(min_length=1, max_length=100)
     decision: Literal["approve", "deny"]
+    arguments: dict[str, Any] | None = None
 
 
 class AnswerFrame(_Frame):
@@ -76,6 +118,16 @@ class AnswerFrame(_Frame):
     text: str = Field(min_length=1, max_length=MAX_TEXT)
 
     _text = field_validator("text")(_not_blank)
+
+
+class ElicitFrame(_Frame):
+    """An answer to an MCP server's elicitation (``awaiting_elicitation``): ``content`` only
+    with ``accept``, checked against the requested schema by the service."""
+
+    type: Literal["elicit"]
+    elicitation_id: str = Field(min_length=1, max_length=100)
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
 
 
 class CompactFrame(_Frame):
@@ -103,13 +155,13 @@ class HistoryFrame(_Frame):
 
 
 ClientFrame = Annotated[
-    SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | SetAgentModeFrame
-    | AskAgentFrame | TypingFrame | HistoryFrame,
+    SendFrame | StopFrame | DecideFrame | AnswerFrame | ElicitFrame | CompactFrame
+    | SetAgentModeFrame | AskAgentFrame | TypingFrame | HistoryFrame | PromptsFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
-WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, CompactFrame, SetAgentModeFrame,
-                AskAgentFrame)
+WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame,
+                SetAgentModeFrame, AskAgentFrame, PromptsFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

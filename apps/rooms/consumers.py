@@ -36,7 +36,9 @@ from apps.realtime.frames import (
     AskAgentFrame,
     CompactFrame,
     DecideFrame,
+    ElicitFrame,
     HistoryFrame,
+    PromptsFrame,
     SendFrame,
     SetAgentModeFrame,
     StopFrame,
@@ -47,8 +49,10 @@ from apps.realtime.frames import (
 )
 from apps.realtime.groups import conversation_group, user_group
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
+from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
+from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
@@ -59,6 +63,7 @@ from apps.rooms.services.runs import (
     run_ask,
     run_compact,
     run_decide,
+    run_elicit,
     run_stop,
 )
 from apps.rooms.state import conversation_state
@@ -259,24 +264,32 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         conversation, _ = await database_sync_to_async(conversation_for)(
             membership.user, self.conversation_id)
         match frame:
-            case SendFrame(client_id=client_id, text=text):
+            case SendFrame(client_id=client_id, text=text, attachments=attachments,
+                           prompt=prompt):
+                team, user = conversation.room.team, membership.user
+                blocks = (await expand_prompt(team, user, prompt) if prompt else [])
+                blocks += await read_attachments(team, user, attachments)
                 result = await database_sync_to_async(message_post)(
                     conversation=conversation, membership=membership, text=text,
-                    client_id=client_id)
+                    client_id=client_id, attachments=blocks)
                 await self.send_json({"type": "ack", "client_id": client_id,
                                       "message_id": result.message.pk,
                                       "queued": result.queued, "run": result.run})
             case StopFrame():
                 await database_sync_to_async(run_stop)(conversation=conversation,
                                                        membership=membership)
-            case DecideFrame(tool_call_id=call_id, decision=decision):
+            case DecideFrame(tool_call_id=call_id, decision=decision, arguments=arguments):
                 await database_sync_to_async(run_decide)(
                     conversation=conversation, membership=membership, tool_call_id=call_id,
-                    approve=decision == "approve")
+                    approve=decision == "approve", arguments=arguments)
             case AnswerFrame(question_id=question_id, text=text):
                 await database_sync_to_async(run_answer)(
                     conversation=conversation, membership=membership, question_id=question_id,
                     text=text)
+            case ElicitFrame(elicitation_id=elicitation_id, action=action, content=content):
+                await database_sync_to_async(run_elicit)(
+                    conversation=conversation, membership=membership,
+                    elicitation_id=elicitation_id, action=action, content=content)
             case CompactFrame():
                 await database_sync_to_async(run_compact)(conversation=conversation,
                                                           membership=membership)
@@ -291,6 +304,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case AskAgentFrame():
                 await database_sync_to_async(run_ask)(conversation=conversation,
                                                       membership=membership)
+            case PromptsFrame():
+                await self.send_json({"type": "prompts", "prompts": await team_prompts(
+                    conversation.room.team, membership.user)})
             case TypingFrame():
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})

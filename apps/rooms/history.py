@@ -123,8 +123,9 @@ def _results_only(message: dict[str, Any]) -> bool:
 def with_decisions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` with each decided ``tool_use`` block carrying ``decision`` (``approved``,
     ``denied`` or ``timed_out``) and ``decided_by`` (``{"id", "name"}``; null for a timeout
-    or a deleted account). Copies of the blocks: the stored content stays verbatim. Read for
-    the runs of these messages only, so the work grows with the page, not the conversation."""
+    or a deleted account), and ``edited_arguments`` when the decider edited them. Copies of
+    the blocks: the stored content stays verbatim. Read for the runs of these messages only,
+    so the work grows with the page, not the conversation."""
     uses = _blocks(messages, "tool_use")
     runs = {m["run_id"] for m in messages if m["run_id"] is not None}
     if not uses or not runs:
@@ -140,7 +141,8 @@ def with_decisions(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by = row.decided_by
         decided[row.tool_call_id] = {
             "decision": "approved" if row.approved else "denied",
-            "decided_by": {"id": by.pk, "name": by.shown_name} if by else None}
+            "decided_by": {"id": by.pk, "name": by.shown_name} if by else None,
+            **({"edited_arguments": row.arguments} if row.arguments is not None else {})}
     return _amend(messages, decided)
 
 

@@ -20,7 +20,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -50,7 +50,7 @@ from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
 from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_release_before, notes_settle
-from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals
+from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals, RoomElicitations
 from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_finish, run_heartbeat
@@ -119,6 +119,7 @@ class RunHost:
         self.runner: AgentRunner | None = None
         self.approvals: RoomApprovals | None = None
         self.answers = RoomAnswers()
+        self.elicitations = RoomElicitations(settings.CONFAB["ELICITATION_TIMEOUT_S"])
         self.ended: RunEnded | None = None
         self._compaction: CompactionState | None = None
         self._memory: SessionMemory | None = None
@@ -133,12 +134,17 @@ class RunHost:
         if self.ended is not None and self._memory is not None:
             self._memory.cancel()
 
-    def decide(self, tool_call_id: str, approved: bool, by: str) -> None:
+    def decide(self, tool_call_id: str, approved: bool, by: str,
+               arguments: dict[str, Any] | None = None) -> None:
         if self.approvals is not None:
-            self.approvals.decide(tool_call_id, approved, by)
+            self.approvals.decide(tool_call_id, approved, by, arguments)
 
     def answer(self, question_id: str, text: str, by: str) -> None:
         self.answers.answer(question_id, text, by)
+
+    def elicit(self, elicitation_id: str, action: Literal["accept", "decline", "cancel"],
+               content: dict[str, Any] | None, by: str) -> None:
+        self.elicitations.answer(elicitation_id, action, content, by)
 
     async def host(self) -> None:
         """Run the agent and end the run in the database, whatever happens; one high-water

@@ -173,12 +173,15 @@ class Run(TimeStampedModel):
 
 
 class ToolDecision(TimeStampedModel):
-    """A member's decision on a tool call that waited for approval (who decided is recorded)."""
+    """A member's decision on a tool call that waited for approval (who decided is recorded);
+    ``arguments``: what the call ran with when the decider edited them before approving (null:
+    as the model sent them, in the call's ``tool_use`` block)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="decisions")
     tool_call_id = models.CharField(max_length=100)
     tool_name = models.CharField(max_length=200)
     approved = models.BooleanField()
+    arguments = models.JSONField(null=True, blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from django.db import transaction
 
+from apps.engine.mcp import ElicitationAnswer, ElicitationRequest
 from apps.engine.messages import ToolCall
 from apps.engine.ports import ApprovalDecision, Taken, UserAnswer
 from apps.integrations.policy import needs_approval
 from apps.rooms.models import Message, MessageStatus
 from apps.rooms.transcript import engine_message
 
-__all__ = ["PendingMessages", "RoomApprovals", "RoomAnswers"]
+__all__ = ["PendingMessages", "RoomAnswers", "RoomApprovals", "RoomElicitations"]
 
 
 class PendingMessages:
@@ -74,12 +76,15 @@ class RoomApprovals:
         finally:
             self._waiting.pop(call.id, None)
 
-    def decide(self, call_id: str, approved: bool, by: str) -> bool:
-        """Deliver a decision; False when no call of that id waits."""
+    def decide(self, call_id: str, approved: bool, by: str,
+               arguments: dict[str, Any] | None = None) -> bool:
+        """Deliver a decision (``arguments``: edited by ``by``, already validated); False
+        when no call of that id waits."""
         future = self._waiting.get(call_id)
         if future is None or future.done():
             return False
-        future.set_result(ApprovalDecision(approved=approved, decided_by=by))
+        future.set_result(ApprovalDecision(approved=approved, decided_by=by,
+                                           arguments=arguments))
         return True
 
 
@@ -103,4 +108,34 @@ class RoomAnswers:
         if future is None or future.done():
             return False
         future.set_result(UserAnswer(text=text, answered_by=by))
+        return True
+
+
+class RoomElicitations:
+    """MCP servers' elicitations wait here for the first answer from the room (an
+    :class:`~apps.engine.mcp.ElicitationPort`); a wait nobody answers within ``timeout_s`` is
+    declined (``answered_by`` None). Content is validated by the service before it comes."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._waiting: dict[str, asyncio.Future[ElicitationAnswer]] = {}
+
+    async def elicit(self, request: ElicitationRequest) -> ElicitationAnswer:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[request.elicitation_id] = future
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await future
+        except TimeoutError:
+            return ElicitationAnswer(action="decline")
+        finally:
+            self._waiting.pop(request.elicitation_id, None)
+
+    def answer(self, elicitation_id: str, action: Literal["accept", "decline", "cancel"],
+               content: dict[str, Any] | None, by: str) -> bool:
+        """Deliver an answer; False when no such elicitation waits (or it was answered)."""
+        future = self._waiting.get(elicitation_id)
+        if future is None or future.done():
+            return False
+        future.set_result(ElicitationAnswer(action=action, content=content, answered_by=by))
         return True

@@ -23,8 +23,10 @@ from apps.engine.compaction.auto_compact import SUMMARY_PREFIX
 from apps.engine.events import (
     ApprovalDecided,
     AwaitingApproval,
+    AwaitingElicitation,
     AwaitingInput,
     Compacted,
+    ElicitationAnswered,
     InputReceived,
     MessageEnded,
     MessagesInjected,
@@ -50,8 +52,10 @@ Delta = TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta
 _STATUS_AFTER = {
     AwaitingApproval: RunStatus.AWAITING_APPROVAL,
     AwaitingInput: RunStatus.AWAITING_INPUT,
+    AwaitingElicitation: RunStatus.AWAITING_INPUT,
     ApprovalDecided: RunStatus.RUNNING,
     InputReceived: RunStatus.RUNNING,
+    ElicitationAnswered: RunStatus.RUNNING,
 }
 
 

@@ -24,6 +24,7 @@ from apps.accounts.models import Team, User
 from apps.accounts.selectors import membership_of, team_members
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.common.web import refusal
+from apps.integrations.mcp_selectors import team_mcp_servers
 from apps.rooms import selectors
 from apps.rooms.forms import ConversationCreateForm, RoomCreateForm
 from apps.rooms.mentions import AGENT_HANDLE
@@ -164,6 +165,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         "can_write": membership.role_enum.can_write,
         "message_max_chars": message_max_chars(),
         "mention_names": json.dumps(_mention_names(found.room.team)),
+        "mcp_servers": [s.name for s in team_mcp_servers(found.room.team)],
         "socket_path": f"/ws/conversations/{found.pk}/",
         "export_json": reverse("api:export_json", kwargs={"conversation_id": found.pk}),
         "export_md": reverse("api:export_markdown", kwargs={"conversation_id": found.pk}),

@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 
 class RunWorkerConsumer(AsyncConsumer):
     """Hosts runs. Messages: ``run.start`` {run_id}; ``run.stop`` {run_id}; ``run.decide``
-    {run_id, tool_call_id, approved, by}; ``run.answer`` {run_id, question_id, text, by}."""
+    {run_id, tool_call_id, approved, by, arguments}; ``run.answer`` {run_id, question_id,
+    text, by}; ``run.elicit`` {run_id, elicitation_id, action, content, by}."""
 
     hosts: dict[int, RunHost]
 
@@ -61,8 +62,14 @@ class RunWorkerConsumer(AsyncConsumer):
 
     async def run_decide(self, message: dict[str, Any]) -> None:
         if (host := self._host_of(message)) is not None:
-            host.decide(message["tool_call_id"], bool(message["approved"]), message["by"])
+            host.decide(message["tool_call_id"], bool(message["approved"]), message["by"],
+                        message.get("arguments"))
 
     async def run_answer(self, message: dict[str, Any]) -> None:
         if (host := self._host_of(message)) is not None:
             host.answer(message["question_id"], message["text"], message["by"])
+
+    async def run_elicit(self, message: dict[str, Any]) -> None:
+        if (host := self._host_of(message)) is not None:
+            host.elicit(message["elicitation_id"], message["action"], message["content"],
+                        message["by"])

@@ -78,3 +78,52 @@ async def test_a_call_nobody_decided_in_time_is_timed_out_in_the_state_frame(
     assert late["message"].startswith("This tool call already timed out")
     for client in (a, again):
         await client.close()
+
+
+async def test_a_member_edits_a_calls_arguments_before_approving_and_the_edit_runs(
+        alice: User, bob: User, conversation, worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(RISKY, {"text": "ok"})})
+    waiting = await b.until_event("awaiting_approval")
+    assert waiting["parameters"]["required"] == ["command"]
+    edited = {"command": "echo edited-by-bob"}
+    await b.send({"type": "decide", "tool_call_id": waiting["call_id"], "decision": "approve",
+                  "arguments": edited})
+    decided = await a.until_event("approval_decided")
+    assert (decided["approved"], decided["decided_by"], decided["arguments"],
+            decided["edited_arguments"], decided["edited_by"]) == (
+        True, "Bob", RISKY["tool_call"]["arguments"], edited, "Bob")
+    result = (await a.until_event("tool_result"))["result"]["content"]
+    assert result.startswith("[Bob edited the arguments before approving; the call ran with "
+                             '{"command": "echo edited-by-bob"}]')
+    assert "edited-by-bob" in result.splitlines()[1]
+    await a.until_event("run_ended")
+    again, state = await connect(alice, conversation.pk)
+    [use] = [blk for m in state["messages"] for blk in m["content"]
+             if blk.get("type") == "tool_use"]
+    assert (use["input"], use["decision"], use["edited_arguments"]) == (
+        RISKY["tool_call"]["arguments"], "approved", edited)
+    for client in (a, b, again):
+        await client.close()
+
+
+async def test_edited_arguments_that_do_not_fit_are_invalid_and_the_call_still_waits(
+        alice: User, conversation, worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(RISKY, {"text": "ok"})})
+    call_id = (await a.until_event("awaiting_approval"))["call_id"]
+    for decision, arguments, says in (
+            ("approve", {"command": 5}, "arguments['command']: 5 is not of type 'string'"),
+            ("approve", {"cmd": "ls"}, "'command' is a required property"),
+            ("deny", {"command": "ls"}, "Edited arguments come with an approval")):
+        await a.send({"type": "decide", "tool_call_id": call_id, "decision": decision,
+                      "arguments": arguments})
+        refused = await a.until(lambda f: f["type"] == "error")
+        assert refused["code"] == "invalid" and says in refused["message"], refused
+    await a.send({"type": "decide", "tool_call_id": call_id, "decision": "approve"})
+    decided = await a.until_event("approval_decided")
+    assert (decided["decided_by"], decided["edited_arguments"]) == ("Alice", None)
+    assert (await a.until_event("run_ended"))["status"] == "completed"
+    await a.close()
+

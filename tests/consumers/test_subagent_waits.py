@@ -71,7 +71,7 @@ async def test_a_member_answers_a_sub_agents_question(
     late = await a.until(lambda f: f["type"] == "error")
     assert (late["code"], late["message"]) == ("conflict", "Bob already answered this question.")
     again, after = await connect(bob, conversation.pk)
-    assert after["waiting"] == {"approvals": [], "questions": []}
+    assert after["waiting"] == {"approvals": [], "questions": [], "elicitations": []}
     for client in (a, b, again):
         await client.close()
 

@@ -47,6 +47,9 @@ __all__ = [
     "McpCaller",
     "McpTool",
     "ToolNamer",
+    "blocks_output",
+    "content_block",
+    "resource_block",
     "sanitize",
     "tool_output",
     "tool_spec",
@@ -73,12 +76,14 @@ class ToolNamer:
     """
 
     def __init__(self) -> None:
-        self._names: dict[tuple[int, str], str] = {}
+        self._names: dict[tuple[int, str, str], str] = {}
         self._taken: set[str] = set()
 
-    def name(self, server_key: int, server: str, tool: str) -> str:
-        """The name of ``tool`` of ``server``: the same on every call for the same pair."""
-        known = self._names.get((server_key, tool))
+    def name(self, server_key: int, server: str, tool: str, kind: str = "tool") -> str:
+        """The name of ``tool`` of ``server``: the same on every call for the same pair.
+        ``kind`` keeps confab's own tools for a server (``"resources"``: list_resources,
+        read_resource) apart from the server's tools of the same name."""
+        known = self._names.get((server_key, kind, tool))
         if known is not None:
             return known
         plain = f"mcp__{sanitize(server)}__{sanitize(tool)}"
@@ -89,7 +94,7 @@ class ToolNamer:
             salt += 1
             name = _hashed(plain, server, tool, salt)
         self._taken.add(name)
-        self._names[(server_key, tool)] = name
+        self._names[(server_key, kind, tool)] = name
         return name
 
 
@@ -145,12 +150,28 @@ def tool_output(result: types.CallToolResult) -> ToolOutput:
     if result.structured_content is not None and not any(
             isinstance(b, TextBlock) for b in blocks):
         blocks.append(TextBlock(text=json.dumps(result.structured_content, ensure_ascii=False)))
-    if not blocks:
-        blocks = [TextBlock(text="(the tool returned no content)")]
+    return blocks_output(blocks or [TextBlock(text="(the tool returned no content)")],
+                         is_error=result.is_error)
+
+
+def blocks_output(blocks: list[TextBlock | ImageBlock], *, is_error: bool = False
+                  ) -> ToolOutput:
+    """``blocks`` as a ToolOutput: one text when every block is text, else the blocks."""
     if all(isinstance(b, TextBlock) for b in blocks):
         return ToolOutput(content="\n".join(b.text for b in blocks),  # type: ignore[union-attr]
-                          is_error=result.is_error)
-    return ToolOutput(content=blocks, is_error=result.is_error)
+                          is_error=is_error)
+    return ToolOutput(content=blocks, is_error=is_error)
+
+
+def content_block(item: types.ContentBlock) -> TextBlock | ImageBlock:
+    """One MCP content block (of a tool result or a prompt message) as the model gets it."""
+    return _block(item)
+
+
+def resource_block(contents: types.TextResourceContents | types.BlobResourceContents
+                   ) -> TextBlock | ImageBlock:
+    """One read resource's contents as the model gets them (see the module doc)."""
+    return _resource(contents)
 
 
 def _block(item: types.ContentBlock) -> TextBlock | ImageBlock:

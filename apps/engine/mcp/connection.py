@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -54,9 +54,14 @@ MAX_LIST_PAGES = 100
 _STDERR_TAIL_CHARS = 600
 _SECRET_MIN_CHARS = 6  # shorter values ("1", "true") would blank out ordinary words
 
+_T = TypeVar("_T")
 ConnectionState = Literal["connecting", "connected", "failed", "lost", "closed"]
 Warn = Callable[[str], Awaitable[None]]
 ToolsChanged = Callable[["ServerConnection"], Awaitable[None]]
+_LIST_CHANGES: dict[type, Literal["prompts", "resources"]] = {
+    types.PromptListChangedNotification: "prompts",
+    types.ResourceListChangedNotification: "resources"}
+ListChanged = Callable[["ServerConnection", Literal["prompts", "resources"]], Awaitable[None]]
 
 
 class ServerConnection:
@@ -65,12 +70,15 @@ class ServerConnection:
     ``state`` and ``detail`` (a sentence for people), ``listing`` (every tool the server listed
     last), ``protocol_version`` and ``sandbox_note`` once known. ``on_tools_changed`` is awaited
     after each refreshed listing, ``warn`` with each problem found while serving;
-    ``elicitation``: the SDK's ``elicitation_callback`` (None: not offered to the server).
+    ``elicitation``: the SDK's ``elicitation_callback`` (None: not offered to the server);
+    ``on_list_changed(connection, "prompts" | "resources")`` is awaited when the server says
+    that list changed (None: not listened for).
     """
 
     def __init__(self, spec: McpServerSpec, *, client_info: types.Implementation,
                  policy: NetworkPolicy, resolver: Resolver | None, warn: Warn,
-                 on_tools_changed: ToolsChanged, elicitation: Any = None) -> None:
+                 on_tools_changed: ToolsChanged, elicitation: Any = None,
+                 on_list_changed: ListChanged | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.state: ConnectionState = "connecting"
@@ -86,6 +94,7 @@ class ServerConnection:
         self._secrets = _secret_values(spec)
         self._on_tools_changed = on_tools_changed
         self._elicitation = elicitation
+        self._on_list_changed = on_list_changed
         self._client: Client | None = None
         self._scope: anyio.CancelScope | None = None
         self._stop = anyio.Event()
@@ -207,14 +216,20 @@ class ServerConnection:
         raise MCPError(types.INTERNAL_ERROR, f"tools/list gave more than {MAX_LIST_PAGES} pages")
 
     async def _subscribe(self, client: Client, stack: AsyncExitStack) -> Subscription | None:
-        """On 2026-07-28 a server sends tool list changes only on a ``subscriptions/listen``
-        stream, when it declares ``tools.listChanged``: open it (acknowledged) or give None."""
-        tools = client.server_capabilities.tools
-        if (client.protocol_version not in MODERN_PROTOCOL_VERSIONS or tools is None
-                or not tools.list_changed):
+        """On 2026-07-28 a server sends list changes only on a ``subscriptions/listen``
+        stream, for the lists whose capability declares ``listChanged`` (tools; prompts and
+        resources when someone listens for them): open it (acknowledged) or give None."""
+        caps = client.server_capabilities
+        wanted = {kind: bool(cap is not None and cap.list_changed) for kind, cap in (
+            ("tools", caps.tools), ("prompts", caps.prompts), ("resources", caps.resources))}
+        if self._on_list_changed is None:
+            wanted["prompts"] = wanted["resources"] = False
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not any(wanted.values()):
             return None
         try:
-            return await stack.enter_async_context(client.listen(tools_list_changed=True))
+            return await stack.enter_async_context(client.listen(
+                tools_list_changed=wanted["tools"], prompts_list_changed=wanted["prompts"],
+                resources_list_changed=wanted["resources"]))
         except (ListenNotSupportedError, SubscriptionLost, MCPError) as exc:
             logger.info("MCP server %r: no tool list changes (%s)", self.name, exc)
             return None
@@ -222,6 +237,8 @@ class ServerConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._mark_stale()
+        elif self._on_list_changed is not None and type(message) in _LIST_CHANGES:
+            await self._on_list_changed(self, _LIST_CHANGES[type(message)])
         elif isinstance(message, Exception):
             logger.info("MCP server %r: transport error %r", self.name, message)
 
@@ -302,6 +319,74 @@ class ServerConnection:
         await anyio.lowlevel.checkpoint()  # let a list_changed that came first be seen
         await self.settled()
         return result
+
+    # -- resources/list and resources/read ---------------------------------------------------
+    @property
+    def offers_resources(self) -> bool:
+        """Whether the server declared the ``resources`` capability."""
+        client = self._client
+        return client is not None and client.server_capabilities.resources is not None
+
+    async def list_resources(self, cursor: str | None) -> types.ListResourcesResult:
+        """One page of the server's resources (``resources/list``); ToolError on failure."""
+        return await self._request("listing resources",
+                                   lambda client: client.list_resources(cursor=cursor))
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """The contents of ``uri`` (``resources/read``); ToolError on failure (the server's
+        own error for an unknown URI is in the message)."""
+        return await self._request(f"reading {uri}", lambda client: client.read_resource(uri))
+
+    # -- prompts/list and prompts/get ---------------------------------------------------------
+    @property
+    def offers_prompts(self) -> bool:
+        """Whether the server declared the ``prompts`` capability."""
+        client = self._client
+        return client is not None and client.server_capabilities.prompts is not None
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        """Every prompt of the server (all pages of ``prompts/list``); ToolError on failure."""
+        prompts: list[types.Prompt] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            page = await self._request("listing prompts",
+                                       lambda client, at=cursor: client.list_prompts(cursor=at))
+            prompts.extend(page.prompts)
+            cursor = page.next_cursor
+            if cursor is None:
+                return prompts
+        raise ToolError(f"The MCP server '{self.name}' listed more than {MAX_LIST_PAGES} "
+                        "pages of prompts.")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """The prompt ``name`` expanded with ``arguments`` (``prompts/get``); ToolError on
+        failure."""
+        return await self._request(f"getting the prompt {name}",
+                                   lambda client: client.get_prompt(name, arguments))
+
+    async def _request(self, what: str, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """``send`` on the open session within ``call_timeout_s``; every failure to get an
+        answer is a ToolError saying ``what`` failed."""
+        client = self._client
+        if client is None or self.state != "connected":
+            raise ToolError(f"The MCP server '{self.name}' is not connected ({self.detail}).")
+        try:
+            with anyio.fail_after(self.spec.call_timeout_s):
+                return await send(client)
+        except TimeoutError as exc:
+            raise ToolError(f"The MCP server '{self.name}' did not answer {what} within "
+                            f"{self.spec.call_timeout_s:g} s.") from exc
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                await self._lost("the connection closed")
+            raise ToolError(self.redact(f"The MCP server '{self.name}' answered {what} with "
+                                        f"an error: {exc.message}")) from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream,
+                httpx2.HTTPError, OSError) as exc:
+            await self._lost(f"{type(exc).__name__}: {exc}")
+            raise ToolError(self.redact(
+                f"The connection to the MCP server '{self.name}' failed {what} "
+                f"({type(exc).__name__}: {exc}).")) from exc
 
     async def _call_error(self, tool: str, exc: MCPError) -> ToolError:
         if exc.code == REQUEST_TIMEOUT:

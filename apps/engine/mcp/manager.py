@@ -11,6 +11,8 @@ One manager per run (DESIGN 2.7)::
   ``on_warning`` and kept in ``warnings``) and the run goes on with the others.
 - Each allowed tool is registered as ``mcp__<server>__<tool>`` (:mod:`.adapter`), in the order of
   ``specs`` and then of each server's listing, so names are the same from run to run.
+- A server that offers resources also gets ``mcp__<server>__list_resources`` and
+  ``mcp__<server>__read_resource`` (:mod:`.resources`).
 - ``tools/list_changed`` updates the registry in place: removed tools are unregistered, new and
   changed ones (re)registered under their run-stable names.
 - Leaving closes every connection (stdio processes end and are reaped, with their pipes and
@@ -31,19 +33,22 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 import anyio
 import mcp_types as types
 from jsonschema import SchemaError
 
-from apps.engine.events import WarningEvent
+from apps.engine.errors import ToolError
+from apps.engine.events import McpListChanged, WarningEvent
 from apps.engine.mcp.adapter import McpTool, ToolNamer, tool_spec
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ConnectionState, ServerConnection, sandbox_status
 from apps.engine.mcp.elicitation import ElicitationPort, ElicitationRelay, EventSink
 from apps.engine.mcp.pool import McpPool, ServerKey
-from apps.engine.tools.base import Concurrency
+from apps.engine.mcp.prompts import PromptInfo
+from apps.engine.mcp.resources import ListResourcesTool, ReadResourceTool
+from apps.engine.tools.base import BaseTool, Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.registry import ToolRegistry
 from apps.engine.tools.sandbox import SandboxStatus
@@ -96,7 +101,8 @@ class McpManager:
     network, sandbox and client settings apply then);
     ``elicitation``: who answers a server's ``elicitation/create`` (None: the client does not
     declare the capability, so servers do not ask), its ``awaiting_elicitation`` and
-    ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`); not with a
+    ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`), as do
+    ``mcp_list_changed`` events when a server's prompts or resources change; not with a
     pool yet (a pooled connection is shared by runs: the relay would have to route each request
     to the run whose call asked). Raises ValueError when ``keys`` does not match ``specs`` or
     ``elicitation`` comes with a ``pool``.
@@ -119,6 +125,7 @@ class McpManager:
         self._sandbox_setting = sandbox
         self._namer = ToolNamer()
         self._tools: dict[int, dict[str, McpTool]] = {}
+        self._resource_tools: list[BaseTool] = []
         self._registered = anyio.Event()
         self._ready = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
@@ -129,10 +136,12 @@ class McpManager:
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
         relay = ElicitationRelay(elicitation, on_event) if elicitation is not None else None
+        self._on_event = on_event
         self._connections = [] if pool is not None else [
             ServerConnection(spec, client_info=info, policy=policy, resolver=resolver,
                              warn=self._warn, on_tools_changed=self._tools_changed,
-                             elicitation=relay.callback(spec.name) if relay else None)
+                             elicitation=relay.callback(spec.name) if relay else None,
+                             on_list_changed=self._list_changed if on_event else None)
             for spec in specs]
         self._positions = {c: position for position, c in enumerate(self._connections)}
 
@@ -146,6 +155,7 @@ class McpManager:
             for connection in self._connections:
                 if connection.state == "connected":
                     await self._register(connection)
+                    self._register_resources(connection)
                 else:
                     await self._warn(f"MCP server '{connection.name}' is unavailable for this "
                                      f"run: {connection.detail}.")
@@ -235,6 +245,29 @@ class McpManager:
         if problems:
             await self._warn(f"MCP server '{spec.name}': tools left out: {'; '.join(problems)}.")
 
+    def _register_resources(self, connection: ServerConnection) -> None:
+        """The resource tools of a server that offers resources (they never change)."""
+        if not connection.offers_resources:
+            return
+        key, server = self._positions[connection], connection.name
+        timeout = connection.spec.call_timeout_s
+        read_name = self._namer.name(key, server, "read_resource", kind="resources")
+        list_name = self._namer.name(key, server, "list_resources", kind="resources")
+        tools: list[BaseTool] = [ListResourcesTool(list_name, read_name, connection, timeout),
+                                 ReadResourceTool(read_name, connection, timeout)]
+        for tool in tools:
+            self.registry.register(tool)
+        self._resource_tools.extend(tools)
+
+    async def _list_changed(self, connection: ServerConnection,
+                            kind: Literal["prompts", "resources"]) -> None:
+        """Tell ``on_event`` (the room: the composer asks for prompts again)."""
+        if self._on_event is None:
+            return
+        outcome = self._on_event(McpListChanged(server=connection.name, list=kind))
+        if inspect.isawaitable(outcome):
+            await outcome
+
     async def _tools_changed(self, connection: ServerConnection) -> None:
         await self._register(connection)
 
@@ -247,7 +280,7 @@ class McpManager:
         """A pooled connection of this run has a problem to tell its room."""
         await self._warn(message)
 
-    def _unregister(self, tool: McpTool) -> None:
+    def _unregister(self, tool: BaseTool) -> None:
         if self.registry.get(tool.spec.name) is tool:
             self.registry.unregister(tool.spec.name)
 
@@ -256,6 +289,9 @@ class McpManager:
             for tool in tools.values():
                 self._unregister(tool)
         self._tools.clear()
+        for tool in self._resource_tools:
+            self._unregister(tool)
+        self._resource_tools.clear()
 
     # -- reporting ----------------------------------------------------------------------------
     async def _warn(self, message: str) -> None:
@@ -270,6 +306,41 @@ class McpManager:
                 await outcome
         except Exception:  # a failing sink must not take a server or the run down
             logger.exception("the MCP warning sink failed")
+
+    async def read_resource(self, server: str, uri: str) -> types.ReadResourceResult:
+        """Read ``uri`` from the connected server named ``server`` (a person's attachment).
+        Raises ToolError: no such server in this manager, not connected, no resources, or
+        the server's own error."""
+        connection = next((c for c in self._connections if c.name == server), None)
+        if connection is None:
+            raise ToolError(f"There is no MCP server '{server}' here.")
+        if connection.state == "connected" and not connection.offers_resources:
+            raise ToolError(f"The MCP server '{server}' offers no resources.")
+        return await connection.read_resource(uri)
+
+    async def prompts(self) -> list[PromptInfo]:
+        """The prompts of every connected server that offers them, in the order of ``specs``;
+        a server whose listing fails is left out with a warning."""
+        found: list[PromptInfo] = []
+        for connection in self._connections:
+            if connection.state != "connected" or not connection.offers_prompts:
+                continue
+            try:
+                listed = await connection.list_prompts()
+            except ToolError as exc:
+                await self._warn(str(exc))
+                continue
+            found.extend(PromptInfo.of(connection.name, p) for p in listed)
+        return found
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]
+                         ) -> types.GetPromptResult:
+        """The prompt ``name`` of ``server`` expanded with ``arguments``. Raises ToolError:
+        no such server here, or the server's own error."""
+        connection = next((c for c in self._connections if c.name == server), None)
+        if connection is None:
+            raise ToolError(f"There is no MCP server '{server}' here.")
+        return await connection.get_prompt(name, arguments)
 
     def tools(self) -> list[McpTool]:
         """The MCP tools registered now, in registration order."""

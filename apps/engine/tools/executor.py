@@ -20,6 +20,7 @@ a "cancelled" result, so the history stays sendable.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from apps.engine.events import (
     ToolResultEvent,
     ToolStarted,
 )
-from apps.engine.messages import ToolCall, ToolResultBlock
+from apps.engine.messages import TextBlock, ToolCall, ToolResultBlock
 from apps.engine.ports import ApprovalGate
 from apps.engine.tools.base import Tool, ToolContext, ToolOutput
 from apps.engine.tools.registry import ToolRegistry
@@ -54,6 +55,7 @@ class _Slot:
     task: asyncio.Task[ToolResultBlock] | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     result: ToolResultBlock | None = None
+    edited_by: str | None = None  # who changed the arguments before approving
 
 
 class StreamingToolExecutor:
@@ -148,30 +150,65 @@ class StreamingToolExecutor:
         problem = self._registry.validate(call.name, slot.arguments)
         if problem is not None:
             return await self._finish(call, _error(call, problem), 0.0)
-        denial = await self._approve(call, tool, slot.arguments)
+        denial = await self._approve(slot, tool)
         if denial is not None:
             return await self._finish(call, denial, 0.0)
         await self._emit(ToolStarted(call_id=call.id, name=call.name))
         started = time.monotonic()
         result = await self._invoke(call, tool, slot.arguments)
+        if slot.arguments is not call.arguments and slot.edited_by is not None:
+            result = _with_edit_note(result, slot.edited_by, slot.arguments)
         return await self._finish(call, result, (time.monotonic() - started) * 1000.0)
 
-    async def _approve(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
-                       ) -> ToolResultBlock | None:
-        gate = self._approvals
+    async def _approve(self, slot: _Slot, tool: Tool) -> ToolResultBlock | None:
+        """None when the call may run (with ``slot.arguments`` as a member edited them, if
+        they did), else its denial as a result."""
+        call, arguments, gate = slot.call, slot.arguments, self._approvals
         if gate is None or not gate.needs_approval(call, tool.needs_approval(arguments)):
             return None
         reason = f"{call.name} needs a member's approval under the team's tool policy."
         await self._emit(AwaitingApproval(call_id=call.id, name=call.name, arguments=arguments,
-                                          reason=reason))
+                                          reason=reason, parameters=tool.spec.parameters))
         decision = await gate.request(call, reason)
-        await self._emit(ApprovalDecided(call_id=call.id, approved=decision.approved,
-                                         decided_by=decision.decided_by))
-        if decision.approved:
-            return None
-        who = decision.decided_by or "nobody (the approval wait timed out)"
-        note = f" Their note: {decision.note}" if decision.note else ""
-        return _error(call, f"The tool call was denied by {who}; it did not run.{note}")
+        edited = decision.arguments if decision.approved else None
+        await self._emit(ApprovalDecided(
+            call_id=call.id, approved=decision.approved, decided_by=decision.decided_by,
+            arguments=arguments, edited_arguments=edited,
+            edited_by=decision.decided_by if edited is not None else None))
+        if not decision.approved:
+            who = decision.decided_by or "nobody (the approval wait timed out)"
+            note = f" Their note: {decision.note}" if decision.note else ""
+            return _error(call, f"The tool call was denied by {who}; it did not run.{note}")
+        if edited is not None:
+            return await self._take_edit(slot, tool, edited, decision.decided_by)
+        return None
+
+    async def _take_edit(self, slot: _Slot, tool: Tool, edited: dict[str, Any],
+                         by: str | None) -> ToolResultBlock | None:
+        """Run the call with the arguments ``by`` edited: checked against the schema again
+        (the host already did; a port may not), and when they make a call that was admitted
+        beside others unsafe, it waits until it runs alone."""
+        try:
+            edited = tool.prepare_arguments(dict(edited))
+        except Exception as exc:  # the shape prepare_arguments expects is not there
+            return _error(slot.call, f"The edited arguments did not run: {exc}")
+        problem = self._registry.validate(slot.call.name, edited)
+        if problem is not None:
+            return _error(slot.call, f"The edited arguments did not run: {problem}")
+        slot.arguments, slot.edited_by = edited, by
+        if slot.safe and not tool.is_concurrency_safe(edited):
+            slot.safe = False  # nothing more is admitted beside it (``_admit``)
+            await self._others_done(slot)
+        return None
+
+    async def _others_done(self, slot: _Slot) -> None:
+        """Wait until every other started call has ended, except a later one whose edit made
+        it unsafe too: it waits for this one (the earlier call goes first, no deadlock)."""
+        mine = self._slots.index(slot)
+        for index, other in enumerate(self._slots):
+            if other is slot or other.task is None or (index > mine and not other.safe):
+                continue
+            await other.done.wait()
 
     async def _invoke(self, call: ToolCall, tool: Tool, arguments: dict[str, Any]
                       ) -> ToolResultBlock:
@@ -201,6 +238,17 @@ class StreamingToolExecutor:
 
 def _error(call: ToolCall, message: str) -> ToolResultBlock:
     return ToolResultBlock(tool_use_id=call.id, name=call.name, content=message, is_error=True)
+
+
+def _with_edit_note(result: ToolResultBlock, by: str, arguments: dict[str, Any]
+                    ) -> ToolResultBlock:
+    """``result`` told as the model must read it: the call ran with other arguments than it
+    sent (otherwise it would reason about a result of arguments it never chose)."""
+    note = (f"[{by} edited the arguments before approving; the call ran with "
+            f"{json.dumps(arguments, ensure_ascii=False)}]\n")
+    if isinstance(result.content, str):
+        return result.model_copy(update={"content": note + result.content})
+    return result.model_copy(update={"content": [TextBlock(text=note), *result.content]})
 
 
 def _block(call: ToolCall, output: ToolOutput) -> ToolResultBlock:

@@ -12,7 +12,7 @@ from apps.engine.messages import ToolDefinition
 from apps.engine.providers import tool_param
 from apps.engine.tools.base import Tool, ToolCategory
 
-__all__ = ["ToolRegistry"]
+__all__ = ["ToolRegistry", "arguments_problem"]
 
 _CHECKED_MAX = 4096
 _checked: set[str] = set()
@@ -78,11 +78,7 @@ class ToolRegistry:
         validator = self._validators.get(name)
         if validator is None:
             return f"The tool {name!r} is no longer available; choose another."
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-        if not errors:
-            return None
-        lines = [f"- {_where(e.absolute_path)}: {e.message}" for e in errors[:10]]
-        return "Invalid arguments for tool " + repr(name) + ":\n" + "\n".join(lines)
+        return _problem(validator, name, arguments)
 
     def subset(self, *, names: Iterable[str] | None = None,
                exclude_categories: Iterable[ToolCategory] = ()) -> ToolRegistry:
@@ -94,6 +90,23 @@ class ToolRegistry:
             if (wanted is None or tool.spec.name in wanted)
             and tool.spec.category not in excluded
         )
+
+
+def arguments_problem(name: str, schema: dict[str, Any], arguments: object) -> str | None:
+    """None when ``arguments`` fit the JSON Schema ``schema`` (Draft 2020-12) of the tool
+    ``name``, else the message ``ToolRegistry.validate`` gives: for a host that checks
+    arguments a person edited against the schema an ``awaiting_approval`` event carried.
+    Raises ``jsonschema.SchemaError`` when ``schema`` is not one."""
+    Draft202012Validator.check_schema(schema)
+    return _problem(Draft202012Validator(schema), name, arguments)
+
+
+def _problem(validator: Draft202012Validator, name: str, arguments: object) -> str | None:
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    lines = [f"- {_where(e.absolute_path)}: {e.message}" for e in errors[:10]]
+    return "Invalid arguments for tool " + repr(name) + ":\n" + "\n".join(lines)
 
 
 def _where(path: Any) -> str:

@@ -9,6 +9,7 @@ every message persisted so far, and re-dispatches (or fails) queued runs nobody 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -21,6 +22,8 @@ from django.utils import timezone
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.events import MessagesInjected
+from apps.engine.mcp.elicitation import content_problem
+from apps.engine.tools.registry import arguments_problem
 from apps.realtime.groups import RUN_CHANNEL, run_group
 from apps.realtime.publish import group_send_on_commit, send_on_commit
 from apps.rooms.models import (
@@ -46,6 +49,7 @@ __all__ = [
     "run_claim",
     "run_compact",
     "run_decide",
+    "run_elicit",
     "run_dispatch_on_commit",
     "run_finish",
     "run_heartbeat",
@@ -64,27 +68,34 @@ def active_run(conversation: Conversation) -> Run | None:
                               status__in=ACTIVE_RUN_STATUSES).first()
 
 
-_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received")
+_WAITING_KINDS = ("awaiting_approval", "approval_decided", "awaiting_input", "input_received",
+                  "awaiting_elicitation", "elicitation_answered")
+_WAITS = {  # kind -> (the list it opens or closes, its id field, opens)
+    "awaiting_approval": ("approvals", "call_id", True),
+    "approval_decided": ("approvals", "call_id", False),
+    "awaiting_input": ("questions", "question_id", True),
+    "input_received": ("questions", "question_id", False),
+    "awaiting_elicitation": ("elicitations", "elicitation_id", True),
+    "elicitation_answered": ("elicitations", "elicitation_id", False),
+}
 
 
 def waiting_for(run: Run | None) -> dict[str, list[dict[str, Any]]]:
-    """``{"approvals": [...], "questions": [...]}``: the run's tool calls waiting for a
-    decision and AskUser questions waiting for an answer (their ``awaiting_*`` events), read
-    from the event log. A Task sub-agent's waits count the same: they arrive nested in
-    ``subagent_event`` and are listed with the Task call's id as ``parent_call_id``."""
-    approvals: dict[str, dict[str, Any]] = {}
-    questions: dict[str, dict[str, Any]] = {}
+    """``{"approvals": [...], "questions": [...], "elicitations": [...]}``: the run's tool
+    calls waiting for a decision, AskUser questions and MCP servers' elicitations waiting for
+    an answer (their ``awaiting_*`` events), read from the event log. A Task sub-agent's
+    waits count the same: they arrive nested in ``subagent_event`` and are listed with the
+    Task call's id as ``parent_call_id``."""
+    open_: dict[str, dict[str, dict[str, Any]]] = {
+        "approvals": {}, "questions": {}, "elicitations": {}}
     if run is not None:
         for kind, payload in _waiting_events(run):
-            if kind == "awaiting_approval":
-                approvals[payload["call_id"]] = payload
-            elif kind == "approval_decided":
-                approvals.pop(payload["call_id"], None)
-            elif kind == "awaiting_input":
-                questions[payload["question_id"]] = payload
+            group, key, opens = _WAITS[kind]
+            if opens:
+                open_[group][payload[key]] = payload
             else:
-                questions.pop(payload["question_id"], None)
-    return {"approvals": list(approvals.values()), "questions": list(questions.values())}
+                open_[group].pop(payload[key], None)
+    return {group: list(waits.values()) for group, waits in open_.items()}
 
 
 def _waiting_events(run: Run) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -187,9 +198,12 @@ def _run_queue(conversation: Conversation, membership: Membership, purpose: RunP
 
 
 def run_decide(*, conversation: Conversation, membership: Membership, tool_call_id: str,
-               approve: bool) -> ToolDecision:
+               approve: bool, arguments: dict[str, Any] | None = None) -> ToolDecision:
     """Record a member's decision on a tool call that waits for one (the first decision
-    wins); a call that is not waiting — not yet, no more, or never — is refused."""
+    wins); a call that is not waiting — not yet, no more, or never — is refused
+    (``conflict``). ``arguments``: the call's arguments as the member edited them before
+    approving; ``invalid`` (and the call still waits) when they come with a denial or do not
+    fit the tool's schema (the ``parameters`` of its ``awaiting_approval`` event)."""
     require_writer(membership)
     run = active_run(conversation)
     waiting = {a["call_id"]: a for a in waiting_for(run)["approvals"]}
@@ -197,19 +211,32 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
         raise ApplicationError(ErrorCode.CONFLICT, _decided_already(conversation, tool_call_id)
                                or ("Nothing is running." if run is None else
                                    "No tool call with that id is waiting for a decision."))
+    if arguments is not None:
+        _require_fitting_edit(waiting[tool_call_id], approve, arguments)
     try:
         with transaction.atomic():
             decision = ToolDecision.objects.create(
                 run=run, tool_call_id=tool_call_id, tool_name=waiting[tool_call_id]["name"],
-                approved=approve, decided_by=membership.user)
+                approved=approve, decided_by=membership.user, arguments=arguments)
     except IntegrityError:
         raise ApplicationError(ErrorCode.CONFLICT,
                                _decided_already(conversation, tool_call_id)
                                or "Someone already decided.") from None
     group_send_on_commit(run_group(run.pk), {
         "type": "run.decide", "run_id": run.pk, "tool_call_id": tool_call_id,
-        "approved": approve, "by": membership.user.shown_name})
+        "approved": approve, "by": membership.user.shown_name, "arguments": arguments})
     return decision
+
+
+def _require_fitting_edit(waiting: dict[str, Any], approve: bool,
+                          arguments: dict[str, Any]) -> None:
+    """Refuse (``invalid``) edited arguments with a denial, or that do not fit the schema."""
+    if not approve:
+        raise ApplicationError(ErrorCode.INVALID, "Edited arguments come with an approval; "
+                               "a denied call does not run.")
+    problem = arguments_problem(waiting["name"], waiting.get("parameters") or {}, arguments)
+    if problem is not None:
+        raise ApplicationError(ErrorCode.INVALID, f"The call still waits. {problem}")
 
 
 def _decided_already(conversation: Conversation, tool_call_id: str) -> str | None:
@@ -262,6 +289,34 @@ def _answered_already(conversation: Conversation, question_id: str) -> str | Non
     who = (payload.get("event") or payload).get("answered_by")
     return (f"{who} already answered this question." if who else
             "This question already timed out unanswered.")
+
+
+def run_elicit(*, conversation: Conversation, membership: Membership, elicitation_id: str,
+               action: str, content: dict[str, Any] | None) -> Run:
+    """Pass an answer to an MCP server's waiting elicitation (the first answer wins; the
+    worker ignores later ones). ``conflict`` when it is not waiting; ``invalid`` (it still
+    waits) when ``accept`` comes without content that fits the requested schema, or another
+    action comes with content."""
+    require_writer(membership)
+    run = active_run(conversation)
+    if run is None:
+        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+    waiting = {e["elicitation_id"]: e for e in waiting_for(run)["elicitations"]}
+    if elicitation_id not in waiting:
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               "No MCP server question with that id is waiting.")
+    if action != "accept" and content is not None:
+        raise ApplicationError(ErrorCode.INVALID, f"Content comes with accept, not {action}.")
+    if action == "accept":
+        require_fits(json.dumps(content or {}, ensure_ascii=False))
+        problem = content_problem(waiting[elicitation_id]["schema"], content or {})
+        if problem is not None:
+            raise ApplicationError(ErrorCode.INVALID, f"The question still waits. {problem}")
+    group_send_on_commit(run_group(run.pk), {
+        "type": "run.elicit", "run_id": run.pk, "elicitation_id": elicitation_id,
+        "action": action, "content": content if action == "accept" else None,
+        "by": membership.user.shown_name})
+    return run
 
 
 def run_set_status(run_id: int, status: RunStatus) -> None:

@@ -84,3 +84,31 @@ def test_a_sub_agents_tool_call_and_question_are_answered_in_the_room(
     expect(bash).to_have_attribute("data-status", "done")
     expect(alice.tool_cards().filter(has_text="AskUser (sub-agent)").locator(".answered-by")
            ).to_have_text("Answered by Alice: main")
+
+
+def test_a_member_edits_a_calls_arguments_in_the_card_and_approves_them(
+        people: People, conversation: int) -> None:
+    alice = people.room("alice", conversation)
+    alice.send(script(
+        {"tool_call": {"name": "Bash", "arguments": {"command": "echo hi > out.txt"}}},
+        {"text": "ran the edited command"}))
+    card = alice.tool_cards()
+    card.locator('button[data-action="edit"]').click()
+    area = card.locator("form.tool-edit textarea[name=arguments]")
+    expect(area).to_be_visible()
+    area.fill("{not json")
+    card.locator('button[data-action="approve-edited"]').click()
+    expect(card.locator(".tool-edit-error")).to_contain_text("Not valid JSON")
+    area.fill('{"command": 5}')
+    card.locator('button[data-action="approve-edited"]').click()
+    expect(alice.page.locator(".notice")).to_contain_text("is not of type 'string'")
+    expect(area).to_be_enabled()  # the call still waits: edit again
+    area.fill('{"command": "echo edited-in-the-card"}')
+    card.locator('button[data-action="approve-edited"]').click()
+    expect(card.locator(".decided-by")).to_have_text("Approved by Alice with changes")
+    expect(card.locator(".tool-edited")).to_contain_text("echo edited-in-the-card")
+    expect(alice.assistant_bodies().last).to_contain_text("ran the edited command")
+    alice.reload()
+    card = alice.tool_cards()
+    expect(card.locator(".decided-by")).to_have_text("Approved by Alice with changes")
+    expect(card.locator(".tool-edited")).to_contain_text("echo edited-in-the-card")

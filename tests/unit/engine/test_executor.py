@@ -311,3 +311,90 @@ async def test_a_call_whose_arguments_could_not_be_read_does_not_run() -> None:
     [result] = await ex.results()
     assert result.is_error and "did not run" in result.text() and "JSON" in result.text()
     assert journal.log == []
+
+
+class SwitchTool(GatedTool):
+    """Concurrency-safe unless its ``id`` starts with ``w`` (a write), like Bash's analyzer."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__("Switch", Concurrency.INPUT_DEPENDENT, journal)
+
+    def is_concurrency_safe(self, arguments: dict[str, Any]) -> bool:
+        return not arguments["id"].startswith("w")
+
+
+class SwitchGate(Gate):
+    def needs_approval(self, call: ToolCall, default: bool) -> bool:
+        return call.name in ("Risky", "Switch")
+
+
+async def test_an_approval_with_edited_arguments_runs_the_edited_call_and_tells_the_model(
+        ) -> None:
+    journal, events = Journal(), []
+    gate = Gate({"call_r": ApprovalDecision(approved=True, decided_by="bob",
+                                            arguments={"id": "r2"})})
+    ex = executor(journal, events, gate)
+    ex.add(call("Risky", "r"))
+    open_all(journal, "r2")
+    [result] = await ex.results()
+    assert journal.log == ["start:r2", "end:r2"]
+    assert result.text() == ('[bob edited the arguments before approving; the call ran with '
+                             '{"id": "r2"}]\nresult of r2')
+    waiting = next(e for e in events if isinstance(e, AwaitingApproval))
+    assert waiting.parameters == SCHEMA
+    decided = next(e for e in events if isinstance(e, ApprovalDecided))
+    assert (decided.arguments, decided.edited_arguments, decided.edited_by) == (
+        {"id": "r"}, {"id": "r2"}, "bob")
+
+
+async def test_an_approval_without_edits_names_no_editor() -> None:
+    journal, events = Journal(), []
+    ex = executor(journal, events, Gate({"call_r": ApprovalDecision(approved=True,
+                                                                    decided_by="bob")}))
+    ex.add(call("Risky", "r"))
+    open_all(journal, "r")
+    await ex.results()
+    decided = next(e for e in events if isinstance(e, ApprovalDecided))
+    assert (decided.arguments, decided.edited_arguments, decided.edited_by) == (
+        {"id": "r"}, None, None)
+
+
+async def test_edited_arguments_that_do_not_fit_the_schema_do_not_run() -> None:
+    journal, events = Journal(), []
+    gate = Gate({"call_r": ApprovalDecision(approved=True, decided_by="bob",
+                                            arguments={"id": 5})})
+    ex = executor(journal, events, gate)
+    ex.add(call("Risky", "r"))
+    [result] = await ex.results()
+    assert result.is_error and journal.log == []
+    assert result.text().startswith("The edited arguments did not run: Invalid arguments")
+
+
+async def test_an_edit_that_makes_a_concurrent_call_unsafe_waits_until_it_runs_alone() -> None:
+    journal, events = Journal(), []
+    gate = SwitchGate({"call_a": ApprovalDecision(approved=True, decided_by="bob",
+                                                  arguments={"id": "write"})})
+    registry_tools = executor(journal, events)._registry
+    registry_tools.register(SwitchTool(journal))
+    ex = StreamingToolExecutor(registry_tools, make_context=lambda c, a: ToolContext(
+        call_id=c.id, arguments=a, workspace=Path("."), emit=_ignore), emit=_record(events),
+        approvals=gate)
+    ex.add(call("Safe", "s"))  # safe, running
+    ex.add(ToolCall(id="call_a", name="Switch", arguments={"id": "a"}))  # safe as sent
+    await journal.wait_for("start:s")
+    for _ in range(5):  # let the approved call go as far as it would (no clock involved)
+        await asyncio.sleep(0)
+    assert "start:write" not in journal.log  # it waits for Safe to end
+    open_all(journal, "s", "write")
+    await ex.results()
+    assert journal.log.index("end:s") < journal.log.index("start:write")
+
+
+async def _ignore(event: RuntimeEvent) -> None:
+    return None
+
+
+def _record(events: list[RuntimeEvent]) -> Any:
+    async def emit(event: RuntimeEvent) -> None:
+        events.append(event)
+    return emit

@@ -5,6 +5,7 @@
 
 import { setMarkdown } from "./markdown.js";
 import { personName } from "./store.js";
+import { renderElicitations } from "./elicitation.js";
 import { createCard, renderCard } from "./tools.js";
 
 const QUEUED_TEXT = gettext("queued, joins at the next step");
@@ -112,8 +113,14 @@ export class Renderer {
     if (dirty.usage) this.renderUsage();
     if (dirty.notices) this.renderNotices();
     if (dirty.todos) this.renderTodos();
+    if (dirty.elicitations || dirty.role) this.renderElicitations();
     if (store.ready) this.transcript.setAttribute("aria-busy", "false");
     if (stick && (dirty.messages.size || dirty.order)) this.scrollToBottom();
+  }
+
+  renderElicitations() {
+    const box = this.root.querySelector("#elicitations");
+    if (box) renderElicitations(box, [...this.store.elicitations.values()], this.store.canWrite);
   }
 
   renderHistory() {

@@ -1,6 +1,7 @@
 // The room page's entry: wires the socket, the store, the renderer and the composer.
 // Data comes from the #room element's data-* attributes (no inline script: the CSP forbids it).
 
+import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
 import { Renderer } from "./render.js";
 import { RoomSocket } from "./socket.js";
@@ -52,7 +53,7 @@ function start(root) {
     },
     onOpen: () => {
       for (const msg of store.unsent()) {
-        socket.send({ type: "send", client_id: msg.clientId, text: msg.text });
+        socket.send(sendFrame(msg.clientId, msg.text, msg.attachments, msg.prompt));
       }
     },
   });
@@ -64,9 +65,14 @@ function start(root) {
         return;
       case "event":
         store.applyEvent(frame.event);
+        if (frame.event.kind === "mcp_list_changed" && frame.event.list === "prompts"
+            && composerUi) composerUi.forgetPrompts(); // the next "/" asks again
         return;
       case "ack":
         store.ack(frame);
+        return;
+      case "prompts":
+        if (composerUi) composerUi.setPrompts(frame.prompts);
         return;
       case "history":
         store.applyHistory(frame);
@@ -78,7 +84,8 @@ function start(root) {
         if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
         store.dirty.run = true; // a refused mode switch: the select shows the mode again
-        root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled]")
+        root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled], "
+                              + "form.elicitation [disabled]")
           .forEach((el) => { el.disabled = false; });
         return;
       default:
@@ -92,14 +99,21 @@ function start(root) {
     const reason = frame.message || frame.code;
     const msg = store.sendFailed(reason, frame.client_id);
     if (!msg) return false;
-    if (composerUi) composerUi.refused(msg.text, reason);
+    if (composerUi) composerUi.refused(msg.text, reason, msg.attachments);
     return true;
   }
 
-  function send(text) {
+  function sendFrame(id, text, attachments, prompt) {
+    const frame = { type: "send", client_id: id, text };
+    if (attachments && attachments.length) frame.attachments = attachments;
+    if (prompt) frame.prompt = prompt;
+    return frame;
+  }
+
+  function send(text, attachments, prompt) {
     const id = clientId();
-    store.addLocal(id, text);
-    socket.send({ type: "send", client_id: id, text });
+    store.addLocal(id, text, attachments).prompt = prompt;
+    socket.send(sendFrame(id, text, attachments, prompt));
     renderer.schedule();
   }
 
@@ -124,7 +138,8 @@ function start(root) {
 
   const composer = root.querySelector("#composer");
   const composerUi = composer
-    ? setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }) })
+    ? setupComposer(composer, { onSend: send, onTyping: () => socket.send({ type: "typing" }),
+                                requestPrompts: () => socket.send({ type: "prompts" }) })
     : null;
 
   root.addEventListener("click", (event) => {
@@ -145,6 +160,12 @@ function start(root) {
       if (socket.send({ type: "decide", tool_call_id: card.dataset.callId, decision: action })) {
         card.querySelectorAll(".tool-approval button").forEach((b) => { b.disabled = true; });
       }
+    } else if (action === "edit" || action === "cancel-edit") {
+      const form = button.closest(".tool-card")?.querySelector("form.tool-edit");
+      if (form) form.hidden = action === "cancel-edit";
+      if (form && !form.hidden) form.querySelector("textarea").focus();
+    } else if (action === "elicit-decline" || action === "elicit-cancel") {
+      answerElicitation(button.closest("form.elicitation"), action.slice("elicit-".length));
     } else if (action === "dismiss") {
       store.dismiss(button.dataset.noticeId);
       renderer.schedule();
@@ -157,7 +178,54 @@ function start(root) {
     socket.send({ type: "set_agent_mode", agent_mode: event.target.value });
   });
 
+  function answerElicitation(form, action) {
+    // An MCP server's question: the form's content with "accept"; the server checks it against
+    // the schema (an `invalid` error re-enables the form).
+    if (!form) return;
+    const frame = { type: "elicit", elicitation_id: form.dataset.elicitationId, action };
+    if (action === "accept") frame.content = collectElicitation(form);
+    if (socket.send(frame)) {
+      form.querySelectorAll("input, select, button").forEach((el) => { el.disabled = true; });
+    }
+  }
+
+  function approveEdited(form) {
+    // Approve with the edited arguments: JSON that is not an object is refused here; whether
+    // they fit the tool's schema the server says (an `invalid` error re-enables the form).
+    const card = form.closest(".tool-card");
+    const problem = form.querySelector(".tool-edit-error");
+    let args;
+    try {
+      args = JSON.parse(form.querySelector("textarea").value);
+    } catch (error) {
+      problem.textContent = interpolate(gettext("Not valid JSON: %(error)s"), { error: error.message }, true);
+      return;
+    }
+    if (args === null || typeof args !== "object" || Array.isArray(args)) {
+      problem.textContent = gettext("The arguments must be a JSON object.");
+      return;
+    }
+    problem.textContent = "";
+    if (socket.send({ type: "decide", tool_call_id: card.dataset.callId, decision: "approve",
+                      arguments: args })) {
+      card.querySelectorAll(".tool-approval button, .tool-approval textarea")
+        .forEach((el) => { el.disabled = true; });
+    }
+  }
+
   root.addEventListener("submit", (event) => {
+    const question = event.target.closest("form.elicitation");
+    if (question) {
+      event.preventDefault();
+      answerElicitation(question, "accept");
+      return;
+    }
+    const edit = event.target.closest("form.tool-edit");
+    if (edit) {
+      event.preventDefault();
+      approveEdited(edit);
+      return;
+    }
     const form = event.target.closest("form.ask-user");
     if (!form) return;
     event.preventDefault();

@@ -47,6 +47,7 @@ export class Store {
     this.lastEnd = null; // how the last run ended: {status, stopped_by, error_kind, message}
     this.approvals = new Map();
     this.questions = new Map();
+    this.elicitations = new Map(); // MCP servers' questions: id -> {id, server, message, schema, answer}
     this.usage = null;
     this.todos = [];
     this.notices = [];
@@ -57,7 +58,7 @@ export class Store {
     this.loadingHistory = false;
     this.dirty = { order: true, messages: new Set(), run: true, presence: true, typing: true,
                    usage: true, notices: true, todos: true, role: true, history: true,
-                   prepended: false };
+                   prepended: false, elicitations: true };
     for (const msg of this.local.values()) this._adopt(msg);
   }
 
@@ -77,7 +78,7 @@ export class Store {
     const dirty = this.dirty;
     this.dirty = { order: false, messages: new Set(), run: false, presence: false,
                    typing: false, usage: false, notices: false, todos: false, role: false,
-                   history: false, prepended: false };
+                   history: false, prepended: false, elicitations: false };
     return dirty;
   }
 
@@ -113,9 +114,10 @@ export class Store {
     this.touch(msg);
   }
 
-  addLocal(clientId, text) {
+  addLocal(clientId, text, attachments = []) {
     const msg = this._newMessage({ key: `local:${clientId}`, role: "user", author: {
       id: this.you.id, name: this.you.name }, text, clientId, sending: true, status: "pending" });
+    msg.attachments = attachments; // resent with the message after a reconnect
     this.local.set(clientId, msg);
     this._adopt(msg);
     return msg;
@@ -237,6 +239,7 @@ export class Store {
     else this.lastEnd = this.pageEnd;
     for (const wait of (state.waiting && state.waiting.approvals) || []) this._awaitApproval(wait);
     for (const q of (state.waiting && state.waiting.questions) || []) this._awaitInput(q);
+    for (const e of (state.waiting && state.waiting.elicitations) || []) this._awaitElicitation(e);
     this.todos = state.todos || [];
     for (const change of state.wiki_changes || []) this._wikiChange(change);
     const compaction = state.compaction || {};
@@ -346,7 +349,8 @@ export class Store {
     // A state frame's decision on a stored call: who decided survives a reload, and a denied
     // call stays "denied" (its error result is the denial, not a failure).
     const approved = block.decision === "approved";
-    call.decision = { approved, by: block.decided_by ? block.decided_by.name : null };
+    call.decision = { approved, by: block.decided_by ? block.decided_by.name : null,
+                      edited: block.edited_arguments || null };
     if (!approved) call.status = "denied";
   }
 
@@ -376,6 +380,13 @@ export class Store {
     call.status = "waiting";
     call.reason = wait.reason || "";
     this.approvals.set(wait.call_id, wait);
+  }
+
+  _awaitElicitation(ev) {
+    this.elicitations.set(ev.elicitation_id, { id: ev.elicitation_id, server: ev.server,
+                                               message: ev.message, schema: ev.schema,
+                                               answer: null });
+    this.dirty.elicitations = true;
   }
 
   _awaitInput(q) {
@@ -631,7 +642,8 @@ const HANDLERS = {
   },
   approval_decided(ev) {
     const call = this._call(ev.call_id);
-    call.decision = { approved: ev.approved, by: ev.decided_by };
+    call.decision = { approved: ev.approved, by: ev.decided_by,
+                      edited: ev.edited_arguments || null };
     call.status = ev.approved ? "running" : "denied";
     this.approvals.delete(ev.call_id);
     this._runStatus("running");
@@ -639,6 +651,18 @@ const HANDLERS = {
   awaiting_input(ev) {
     this._awaitInput(ev);
     this._runStatus("awaiting_input");
+  },
+  awaiting_elicitation(ev) {
+    this._awaitElicitation(ev);
+    this._runStatus("awaiting_input");
+  },
+  elicitation_answered(ev) {
+    const question = this.elicitations.get(ev.elicitation_id);
+    if (question) {
+      question.answer = { action: ev.action, by: ev.answered_by };
+      this.dirty.elicitations = true;
+    }
+    this._runStatus("running");
   },
   input_received(ev) {
     const call = this._call(ev.question_id, "AskUser");

@@ -61,8 +61,33 @@ function decisionText(decision) {
   if (!decision.by) {
     return decision.approved ? gettext("Approved") : gettext("Denied: nobody decided in time");
   }
-  const text = decision.approved ? gettext("Approved by %(name)s") : gettext("Denied by %(name)s");
+  let text = gettext("Denied by %(name)s");
+  if (decision.approved) {
+    text = decision.edited ? gettext("Approved by %(name)s with changes") : gettext("Approved by %(name)s");
+  }
   return interpolate(text, { name: decision.by }, true);
+}
+
+function editForm(call) {
+  // Edit mode: the arguments as JSON, to change before approving. Hidden until "Edit".
+  const form = element("form", "tool-edit");
+  form.hidden = true;
+  const label = element("label", "visually-hidden", gettext("Edited arguments (JSON)"));
+  const area = element("textarea");
+  area.name = "arguments";
+  area.rows = 4;
+  area.spellcheck = false;
+  area.id = `edit-${call.id}`.replace(/[^A-Za-z0-9_-]/g, "_");
+  label.htmlFor = area.id;
+  area.value = JSON.stringify(call.args || {}, null, 2);
+  const submit = element("button", "approve", gettext("Approve with changes"));
+  submit.type = "submit";
+  submit.dataset.action = "approve-edited";
+  const cancel = element("button", null, gettext("Cancel"));
+  cancel.type = "button";
+  cancel.dataset.action = "cancel-edit";
+  form.append(label, area, element("p", "tool-edit-error"), submit, cancel);
+  return form;
 }
 
 /** A new, empty card element for `call`. */
@@ -87,7 +112,10 @@ function renderApproval(card, call, canWrite) {
       const deny = element("button", "deny", gettext("Deny"));
       deny.type = "button";
       deny.dataset.action = "deny";
-      div.append(approve, deny);
+      const change = element("button", "edit", gettext("Edit"));
+      change.type = "button";
+      change.dataset.action = "edit";
+      div.append(approve, deny, change, editForm(call));
     }
     return div;
   } : null);
@@ -99,6 +127,9 @@ function renderApproval(card, call, canWrite) {
   const decided = decisionText(call.decision);
   const by = child(card, ".decided-by", decided ? () => element("p", "decided-by") : null);
   if (by) setText(by, decided);
+  const edited = call.decision && call.decision.edited;
+  const ran = child(card, ".tool-edited", edited ? () => element("pre", "tool-edited") : null);
+  if (ran) setText(ran, `Ran with:\n${JSON.stringify(edited, null, 2)}`);
 }
 
 function renderQuestion(card, call, canWrite) {

@@ -12,6 +12,8 @@ clients), ``hang`` (waits until cancelled; ``marker`` names a file it creates on
 ``<marker>.cancelled`` once cancelled),
 ``picture`` (text and a PNG), ``structured_only`` (structured content and no text), ``failing``
 (an ``isError`` result), ``read_file`` (for the sandbox tests) and ``weird.name/with spaces``.
+Prompts: ``总结`` (a CJK name, argument ``主题``); the tool ``add_prompt`` adds one and says so
+(``notifications/prompts/list_changed``).
 ``python py_server.py --helpers SECONDS`` first starts two ``sleep SECONDS`` helper processes
 (:func:`start_helpers`).
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts import Prompt
 from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -129,6 +132,20 @@ def build_server(state: ServerState | None = None) -> MCPServer:
     def weird() -> str:
         """A tool whose name needs sanitizing."""
         return "weird"
+
+    @server.tool()
+    async def add_prompt(name: str, ctx: Context) -> str:
+        """Add a prompt called `name` and tell the client."""
+        server.add_prompt(Prompt.from_function(lambda: f"the {name} prompt", name=name))
+        if ctx.request_context.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await ctx.notify_prompts_changed()
+        else:
+            await ctx.request_context.session.send_prompt_list_changed()
+        return f"added {name}"
+
+    @server.prompt(name="总结", description="总结一个主题")
+    def summarise(主题: str) -> str:
+        return f"请用三句话总结：{主题}"
 
     return server
 

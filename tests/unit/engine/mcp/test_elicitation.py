@@ -15,9 +15,6 @@ from apps.engine.mcp import (
     ElicitationAnswer,
     ElicitationRequest,
     McpManager,
-    McpPool,
-    McpServerSpec,
-    ServerKey,
 )
 from apps.engine.mcp.elicitation import ElicitationRelay, content_problem, schema_problem
 from tests.unit.engine.mcp.kit import call, everything_spec
@@ -109,10 +106,3 @@ async def test_a_url_mode_elicitation_is_declined_without_asking_anyone() -> Non
     answer = await ElicitationRelay(port).relay("s", types.ElicitRequestURLParams(
         message="sign in", url="https://example.com/", elicitation_id="u1"))
     assert answer == types.ElicitResult(action="decline") and port.asked == []
-
-
-def test_a_pooled_manager_does_not_take_an_elicitation_port_yet() -> None:
-    spec = McpServerSpec(name="s", transport="streamable_http", url="https://s.example/mcp")
-    with pytest.raises(ValueError, match="not routed through a pool"):
-        McpManager([spec], pool=McpPool(), keys=[ServerKey(team=1, server=1, principal=None)],
-                   elicitation=AcceptDefaults())
