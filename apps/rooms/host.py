@@ -243,7 +243,8 @@ class RunHost:
         self._compaction, self._memory = compaction, memory
         mcp = McpManager([spec for _, spec in setup.mcp_servers], registry=tools,
                          keys=[key for key, _ in setup.mcp_servers], pool=mcp_pools.get(),
-                         on_warning=projector.handle)
+                         on_warning=projector.handle, elicitation=self.elicitations,
+                         on_event=projector.handle)
         async with AsyncExitStack() as servers:
             async with self._beating():  # starting servers may take their connect timeouts
                 await servers.enter_async_context(mcp)

@@ -41,6 +41,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from apps.engine.errors import ToolError
 from apps.engine.mcp.config import McpServerSpec
+from apps.engine.mcp.routing import CallRouter
 from apps.engine.mcp.transport import StdioLaunch, open_transport, stdio_launch
 from apps.engine.tools.net import NetworkPolicy, Resolver, UrlRefused
 from apps.engine.tools.sandbox import SandboxStatus, resolve_status
@@ -72,7 +73,8 @@ class ServerConnection:
     after each refreshed listing, ``warn`` with each problem found while serving;
     ``elicitation``: the SDK's ``elicitation_callback`` (None: not offered to the server);
     ``on_list_changed(connection, "prompts" | "resources")`` is awaited when the server says
-    that list changed (None: not listened for).
+    that list changed (None: not listened for); ``calls``: the runs with requests in flight,
+    for a pooled connection's server-initiated requests (:mod:`.routing`).
     """
 
     def __init__(self, spec: McpServerSpec, *, client_info: types.Implementation,
@@ -95,6 +97,7 @@ class ServerConnection:
         self._on_tools_changed = on_tools_changed
         self._elicitation = elicitation
         self._on_list_changed = on_list_changed
+        self.calls = CallRouter()
         self._client: Client | None = None
         self._scope: anyio.CancelScope | None = None
         self._stop = anyio.Event()

@@ -48,6 +48,7 @@ from apps.engine.mcp.elicitation import ElicitationPort, ElicitationRelay, Event
 from apps.engine.mcp.pool import McpPool, ServerKey
 from apps.engine.mcp.prompts import PromptInfo
 from apps.engine.mcp.resources import ListResourcesTool, ReadResourceTool
+from apps.engine.mcp.routing import CallerView
 from apps.engine.tools.base import BaseTool, Concurrency
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.registry import ToolRegistry
@@ -102,10 +103,9 @@ class McpManager:
     ``elicitation``: who answers a server's ``elicitation/create`` (None: the client does not
     declare the capability, so servers do not ask), its ``awaiting_elicitation`` and
     ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`), as do
-    ``mcp_list_changed`` events when a server's prompts or resources change; not with a
-    pool yet (a pooled connection is shared by runs: the relay would have to route each request
-    to the run whose call asked). Raises ValueError when ``keys`` does not match ``specs`` or
-    ``elicitation`` comes with a ``pool``.
+    ``mcp_list_changed`` events when a server's prompts or resources change; with a pool, the
+    pool routes each question to the run whose request caused it (:mod:`.routing`). Raises
+    ValueError when ``keys`` does not match ``specs``.
     """
 
     def __init__(self, specs: Sequence[McpServerSpec], *, registry: ToolRegistry | None = None,
@@ -117,8 +117,6 @@ class McpManager:
                  on_event: EventSink | None = None) -> None:
         if pool is not None and len(keys) != len(specs):
             raise ValueError("a pooled McpManager needs one key per spec")
-        if pool is not None and elicitation is not None:
-            raise ValueError("elicitation is not routed through a pool yet")
         self.registry = registry if registry is not None else ToolRegistry()
         self.warnings: list[WarningEvent] = []
         self._on_warning = on_warning
@@ -136,6 +134,7 @@ class McpManager:
                                      allowed_networks=allowed_networks)
         info = types.Implementation(name=client_name, version=client_version)
         relay = ElicitationRelay(elicitation, on_event) if elicitation is not None else None
+        self._relay = relay
         self._on_event = on_event
         self._connections = [] if pool is not None else [
             ServerConnection(spec, client_info=info, policy=policy, resolver=resolver,
@@ -227,7 +226,7 @@ class McpManager:
             name = self._namer.name(position, spec.name, listed.name)
             new[listed.name] = McpTool(
                 tool_spec(name, spec.name, listed, call_timeout_s=spec.call_timeout_s),
-                connection, listed.name)
+                self._caller_side(connection), listed.name)
         for mcp_name, tool in old.items():
             if mcp_name not in new or new[mcp_name].spec != tool.spec:
                 self._unregister(tool)
@@ -253,8 +252,9 @@ class McpManager:
         timeout = connection.spec.call_timeout_s
         read_name = self._namer.name(key, server, "read_resource", kind="resources")
         list_name = self._namer.name(key, server, "list_resources", kind="resources")
-        tools: list[BaseTool] = [ListResourcesTool(list_name, read_name, connection, timeout),
-                                 ReadResourceTool(read_name, connection, timeout)]
+        source = self._caller_side(connection)
+        tools: list[BaseTool] = [ListResourcesTool(list_name, read_name, source, timeout),
+                                 ReadResourceTool(read_name, source, timeout)]
         for tool in tools:
             self.registry.register(tool)
         self._resource_tools.extend(tools)
@@ -279,6 +279,25 @@ class McpManager:
     async def warn(self, message: str) -> None:
         """A pooled connection of this run has a problem to tell its room."""
         await self._warn(message)
+
+    async def list_changed(self, connection: ServerConnection,
+                           kind: Literal["prompts", "resources"]) -> None:
+        """A pooled connection of this run says its prompts or resources changed."""
+        if connection in self._positions:
+            await self._list_changed(connection, kind)
+
+    async def elicit(self, server: str, params: types.ElicitRequestParams
+                     ) -> types.ElicitResult | types.ErrorData:
+        """A pooled server asks this run (the pool routed it here): the run's answerer
+        answers through the relay; a run without one declines."""
+        if self._relay is None:
+            return types.ElicitResult(action="decline")
+        return await self._relay.relay(server, params)
+
+    def _caller_side(self, connection: ServerConnection) -> ServerConnection | CallerView:
+        """What this run's tools call: a pooled connection marks their requests as this run's
+        (so the pool can route the server's questions); an own one is used as it is."""
+        return CallerView(connection, self) if self._pool is not None else connection
 
     def _unregister(self, tool: BaseTool) -> None:
         if self.registry.get(tool.spec.name) is tool:
@@ -316,7 +335,7 @@ class McpManager:
             raise ToolError(f"There is no MCP server '{server}' here.")
         if connection.state == "connected" and not connection.offers_resources:
             raise ToolError(f"The MCP server '{server}' offers no resources.")
-        return await connection.read_resource(uri)
+        return await self._caller_side(connection).read_resource(uri)
 
     async def prompts(self) -> list[PromptInfo]:
         """The prompts of every connected server that offers them, in the order of ``specs``;
@@ -326,7 +345,7 @@ class McpManager:
             if connection.state != "connected" or not connection.offers_prompts:
                 continue
             try:
-                listed = await connection.list_prompts()
+                listed = await self._caller_side(connection).list_prompts()
             except ToolError as exc:
                 await self._warn(str(exc))
                 continue
@@ -340,7 +359,7 @@ class McpManager:
         connection = next((c for c in self._connections if c.name == server), None)
         if connection is None:
             raise ToolError(f"There is no MCP server '{server}' here.")
-        return await connection.get_prompt(name, arguments)
+        return await self._caller_side(connection).get_prompt(name, arguments)
 
     def tools(self) -> list[McpTool]:
         """The MCP tools registered now, in registration order."""

@@ -17,7 +17,11 @@ first model byte, so a worker keeps each connection open between runs::
   configuration changed: the spec is the fingerprint, secrets included) is closed and started
   again. A team's idle servers no run of it asks for any more are closed.
 - **Refresh.** ``tools/list_changed`` reaches every run using the connection (each updates its
-  own registry); a run that starts later registers the refreshed listing.
+  own registry); a run that starts later registers the refreshed listing. Prompt and resource
+  list changes reach every run using it too.
+- **Questions.** A server's ``elicitation/create`` goes to the one run whose request caused it
+  (:mod:`.routing`), never to another key's (another team's) run; when no run can be named it
+  is declined. Pooled connections always offer elicitation; a run without an answerer declines.
 - **Release.** A server no run uses is idle; after ``idle_timeout_s`` on ``clock`` it is closed.
   At most ``max_processes`` stdio servers are pooled: the least recently used idle one is closed
   to make room, and when every pooled one is in use the run gets a server of its own, closed when
@@ -37,7 +41,7 @@ import asyncio
 import logging
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import mcp_types as types
@@ -45,6 +49,7 @@ import mcp_types as types
 from apps.engine.clock import MONOTONIC, Clock
 from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.connection import ServerConnection, sandbox_status
+from apps.engine.mcp.routing import context_without_caller
 from apps.engine.tools.net import NetworkPolicy, Resolver
 from apps.engine.tools.sandbox import SandboxStatus
 
@@ -65,11 +70,18 @@ class ServerKey:
 
 
 class PoolListener(Protocol):
-    """A run using pooled connections: told of refreshed listings and of warnings."""
+    """A run using pooled connections: told of refreshed listings, changed prompt or resource
+    lists and warnings, and asked the questions its requests caused."""
 
     async def tools_changed(self, connection: ServerConnection) -> None: ...
 
+    async def list_changed(self, connection: ServerConnection,
+                           kind: Literal["prompts", "resources"]) -> None: ...
+
     async def warn(self, message: str) -> None: ...
+
+    async def elicit(self, server: str, params: types.ElicitRequestParams
+                     ) -> types.ElicitResult | types.ErrorData: ...
 
 
 class _Entry:
@@ -94,6 +106,22 @@ class _Entry:
     async def tools_changed(self, connection: ServerConnection) -> None:
         for listener in list(self.listeners):
             await listener.tools_changed(connection)
+
+    async def list_changed(self, connection: ServerConnection,
+                           kind: Literal["prompts", "resources"]) -> None:
+        for listener in list(self.listeners):
+            await listener.list_changed(connection, kind)
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams
+                     ) -> types.ElicitResult | types.ErrorData:
+        """The SDK's ``elicitation_callback``: ask the run whose request caused it."""
+        caller = self.connection.calls.caller()
+        for listener in self.listeners:  # only a run using this very connection
+            if listener is caller:
+                return await listener.elicit(self.spec.name, params)
+        logger.info("MCP server %r asked a question no run can answer: declined",
+                    self.spec.name)
+        return types.ElicitResult(action="decline")
 
 
 class McpPool:
@@ -190,11 +218,13 @@ class McpPool:
         entry = _Entry(key, spec, pooled=pooled)
         entry.connection = ServerConnection(
             spec, client_info=self._info, policy=self._policy, resolver=self._resolver,
-            warn=entry.warn, on_tools_changed=entry.tools_changed)
+            warn=entry.warn, on_tools_changed=entry.tools_changed, elicitation=entry.elicit,
+            on_list_changed=entry.list_changed)
         registered = anyio.Event()
         registered.set()  # each run registers the listing it finds; later ones fan out
         entry.task = asyncio.create_task(entry.connection.run(sandbox, registered),
-                                         name=f"mcp-server:{spec.name}")
+                                         name=f"mcp-server:{spec.name}",
+                                         context=context_without_caller())
         entry.task.add_done_callback(lambda _: self._forget(entry))  # it ended by itself
         self._owners[entry.connection] = entry
         if pooled:
