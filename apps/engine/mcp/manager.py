@@ -99,7 +99,9 @@ class McpManager:
     for stdio servers ("auto": bubblewrap when it works; "off"); ``resolver``: DNS for the guard
     (tests); ``client_name``/``client_version``: how confab introduces itself to servers;
     ``pool`` and ``keys`` (one per spec): take the connections from a worker's pool (its own
-    network, sandbox and client settings apply then);
+    network, sandbox and client settings apply then); ``whole_team``: ``specs`` are all the
+    team's servers (a run's; False: some of them, for one request), see
+    :meth:`.McpPool.acquire`;
     ``elicitation``: who answers a server's ``elicitation/create`` (None: the client does not
     declare the capability, so servers do not ask), its ``awaiting_elicitation`` and
     ``elicitation_answered`` events going to ``on_event`` (:mod:`.elicitation`), as do
@@ -113,7 +115,8 @@ class McpManager:
                  sandbox: str = "auto", on_warning: WarningSink | None = None,
                  resolver: Resolver | None = None, client_name: str = "confab",
                  client_version: str = "0.1.0", pool: McpPool | None = None,
-                 keys: Sequence[ServerKey] = (), elicitation: ElicitationPort | None = None,
+                 keys: Sequence[ServerKey] = (), whole_team: bool = True,
+                 elicitation: ElicitationPort | None = None,
                  on_event: EventSink | None = None) -> None:
         if pool is not None and len(keys) != len(specs):
             raise ValueError("a pooled McpManager needs one key per spec")
@@ -129,6 +132,7 @@ class McpManager:
         self._supervisor: asyncio.Task[None] | None = None
         self._pool = pool
         self._pooled = list(zip(keys, specs, strict=True)) if pool is not None else []
+        self._whole_team = whole_team
         self._entered = False
         policy = NetworkPolicy.build(allow_private_network=allow_private_network,
                                      allowed_networks=allowed_networks)
@@ -171,7 +175,8 @@ class McpManager:
     async def _connect(self) -> None:
         """Take the pool's connections, or start this run's own in a supervisor task."""
         if self._pool is not None:
-            self._connections = await self._pool.acquire(self._pooled, self)
+            self._connections = await self._pool.acquire(self._pooled, self,
+                                                         whole_team=self._whole_team)
             self._positions = {c: position for position, c in enumerate(self._connections)}
             return
         sandbox = await sandbox_status((c.spec for c in self._connections),

@@ -163,12 +163,16 @@ class McpPool:
 
     # -- runs ---------------------------------------------------------------------------------
     async def acquire(self, servers: Sequence[tuple[ServerKey, McpServerSpec]],
-                      listener: PoolListener) -> list[ServerConnection]:
+                      listener: PoolListener, *, whole_team: bool = True
+                      ) -> list[ServerConnection]:
         """The connections of ``servers`` for ``listener``'s run, in order, once each is
-        connected or failed (a failed one is not kept). Release them with :meth:`release`."""
+        connected or failed (a failed one is not kept). Release them with :meth:`release`.
+        ``whole_team``: ``servers`` are all the team's (a run's), so the team's idle servers
+        not among them are closed; False for a request that names some of them."""
         if self._closed:
             raise RuntimeError("the MCP pool is closed")
-        self._close_unlisted(servers)
+        if whole_team:
+            self._close_unlisted(servers)
         await self._replace_unhealthy(servers)
         sandbox: SandboxStatus | None = None
         entries: list[_Entry] = []

@@ -16,6 +16,7 @@ from tests.consumers.conftest import (  # noqa: F401  (fixtures)
     conversation,
     fresh_channel_layer,
     model,
+    model_requests,
     script,
     worker,
 )
