@@ -164,6 +164,21 @@ async def test_a_changed_configuration_starts_the_server_again(
     assert server_pids(marker) == new
 
 
+async def test_a_request_for_some_servers_keeps_the_teams_other_idle_ones(
+        pool: McpPool, tmp_path: Path) -> None:
+    """A person's attachment names one server (whole_team=False): the team's other idle
+    server stays; a run's acquire (all the team's servers) closes the one it no longer has."""
+    notes, other = ServerKey(team=1, server=8), ServerKey(team=1, server=9)
+    async with run(pool, (notes, py_stdio_spec(sandbox=False)),
+                   (other, py_stdio_spec("py2", sandbox=False))):
+        pass
+    async with McpManager([py_stdio_spec(sandbox=False)], keys=[notes], pool=pool,
+                          whole_team=False):
+        assert pool.keys == {notes, other}
+    async with run(pool, (notes, py_stdio_spec(sandbox=False))):
+        assert pool.keys == {notes}
+
+
 async def test_every_server_in_use_gives_a_run_its_own_when_the_pool_is_full(
         marker: str, tmp_path: Path) -> None:
     pool = McpPool(idle_timeout_s=60, max_processes=1, sandbox="off")
