@@ -44,7 +44,7 @@ function setupAttachments(form) {
       remove.type = "button";
       remove.dataset.action = "attach-remove";
       remove.dataset.index = String(i);
-      remove.setAttribute("aria-label", `Remove ${a.uri}`);
+      remove.setAttribute("aria-label", interpolate(gettext("Remove %(uri)s"), { uri: a.uri }, true));
       remove.textContent = "×";
       chip.append(remove);
       return chip;
@@ -168,7 +168,10 @@ function setupPrompts(form, area, requestPrompts) {
         if (input.value.trim()) values[input.name] = input.value.trim();
       }
       const missing = picked.arguments.filter((a) => a.required && !values[a.name]);
-      if (missing.length) throw new Error(`${command(picked)} needs ${missing.map((a) => a.name).join(", ")}.`);
+      if (missing.length) {
+        throw new Error(interpolate(gettext("%(command)s needs %(names)s."), {
+          command: command(picked), names: missing.map((a) => a.name).join(", ") }, true));
+      }
       const prompt = { server: picked.server, name: picked.name, arguments: values };
       picked = null;
       renderArgs();
@@ -217,7 +220,7 @@ export function setupComposer(form, { onSend, onTyping, requestPrompts = () => {
     try {
       prompt = prompts.take(text);
     } catch (missing) {
-      say(`Not sent: ${missing.message}`);
+      say(notSent(missing.message));
       return;
     }
     say("");

@@ -107,8 +107,9 @@ function form(question, canWrite) {
   }
   if (canWrite) {
     const actions = element("div", "elicit-actions");
-    actions.append(button("Submit", "elicit-accept", "submit"), button("Decline", "elicit-decline"),
-                   button("Cancel", "elicit-cancel"));
+    actions.append(button(gettext("Submit"), "elicit-accept", "submit"),
+                   button(gettext("Decline"), "elicit-decline"),
+                   button(gettext("Cancel"), "elicit-cancel"));
     el.append(actions);
   } else {
     el.querySelectorAll("input, select").forEach((c) => { c.disabled = true; });
@@ -139,9 +140,13 @@ export function collect(formEl) {
 }
 
 function answerText(answer) {
-  if (!answer.by) return "Declined: nobody answered in time";
-  const what = { accept: "Answered", decline: "Declined", cancel: "Cancelled" }[answer.action];
-  return `${what || answer.action} by ${answer.by}`;
+  if (!answer.by) return gettext("Declined: nobody answered in time");
+  const text = {
+    accept: gettext("Answered by %(name)s"),
+    decline: gettext("Declined by %(name)s"),
+    cancel: gettext("Cancelled by %(name)s"),
+  }[answer.action] || `${answer.action}: %(name)s`;
+  return interpolate(text, { name: answer.by }, true);
 }
 
 /** Show `questions` (the store's elicitations, in order) in `box`. */
@@ -156,7 +161,7 @@ export function renderElicitations(box, questions, canWrite) {
     if (!card) {
       card = element("section", "elicitation-card");
       card.dataset.elicitationId = q.id;
-      card.append(element("p", "elicit-server", `The MCP server “${q.server}” asks:`),
+      card.append(element("p", "elicit-server", interpolate(gettext("The MCP server “%(server)s” asks:"), { server: q.server }, true)),
                   element("p", "elicit-message", q.message), form(q, canWrite));
       box.append(card);
     }

@@ -129,7 +129,8 @@ function renderApproval(card, call, canWrite) {
   if (by) setText(by, decided);
   const edited = call.decision && call.decision.edited;
   const ran = child(card, ".tool-edited", edited ? () => element("pre", "tool-edited") : null);
-  if (ran) setText(ran, `Ran with:\n${JSON.stringify(edited, null, 2)}`);
+  if (ran) setText(ran, interpolate(gettext("Ran with:\n%(arguments)s"),
+                              { arguments: JSON.stringify(edited, null, 2) }, true));
 }
 
 function renderQuestion(card, call, canWrite) {
