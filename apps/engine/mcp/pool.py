@@ -116,9 +116,8 @@ class _Entry:
                      ) -> types.ElicitResult | types.ErrorData:
         """The SDK's ``elicitation_callback``: ask the run whose request caused it."""
         caller = self.connection.calls.caller()
-        for listener in self.listeners:  # only a run using this very connection
-            if listener is caller:
-                return await listener.elicit(self.spec.name, params)
+        if caller in self.listeners:  # only a run using this very connection
+            return await caller.elicit(self.spec.name, params)  # type: ignore[attr-defined]
         logger.info("MCP server %r asked a question no run can answer: declined",
                     self.spec.name)
         return types.ElicitResult(action="decline")
