@@ -29,7 +29,8 @@ __all__ = ["person_servers", "require_connected"]
 async def person_servers(team: Team, user: User, names: Iterable[str] | None = None
                          ) -> AsyncIterator[McpManager]:
     """A manager connected to ``names`` of the person's servers (None: all of them), the
-    connections given back to the pool on leaving. ApplicationError ``not_found`` for a name that is not one of them."""
+    connections given back to the pool on leaving. ApplicationError ``not_found`` for a name
+    that is not one of them."""
     servers = {spec.name: (key, spec) for key, spec in
                await database_sync_to_async(mcp_pool_servers)(team, user)}
     wanted = list(dict.fromkeys(names)) if names is not None else list(servers)
