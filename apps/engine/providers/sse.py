@@ -26,9 +26,10 @@ How bytes become events, and why it costs little per read whatever the chunking:
 - A read without a line terminator (most small reads) is only appended to a bytearray.
 - Terminators become LF at the byte level (``CRLF`` and ``CR`` are ASCII and never occur inside
   a multi-byte UTF-8 sequence; a CR ending a read makes a leading LF of the next one part of it).
-- Lines are read only once an event is complete: the bytes up to the last blank line
-  (``\n\n``) are decoded in one go. A small read completes one event, read straight from
-  that text; a larger one is split at the blank lines into whole events. The common shapes
+- Lines are read only once an event is complete. A read that completes the one event in the
+  buffer (most small reads) has it sliced out of the bytes when it is a common shape, and only
+  its value is decoded. Otherwise the bytes up to the last blank line (``\n\n``) are decoded
+  in one go and split at the blank lines into whole events. The common shapes
   (one ``data`` line; an ``event`` line then a ``data`` line) are sliced out directly; any
   other event goes through the line-by-line rules. Only the new bytes are searched
   (``rfind`` from the end of the previous read); the rest waits in the bytearray, which grows
@@ -41,8 +42,11 @@ How bytes become events, and why it costs little per read whatever the chunking:
 Profiled with ``py-spy record -r 1000 -f raw -o sse.txt -- .venv/bin/python <loop>``, the
 loop decoding the benchmark's stream (``tests/benchmarks/bench_sse.py``) with
 :func:`iter_sse` in 64-byte and 4 KiB reads: at small reads the cost was the calls per read
-and ``str.split`` at the two-character separator (slow to start, so a one-event text is not
-split), at 4 KiB the per-event loop (hence the shapes inline and ``tuple.__new__``).
+and, for a read completing one event, copying and decoding the whole text then splitting it
+(hence :meth:`SSEDecoder._one_event`: +15 % at 64-byte reads); at 4 KiB the per-event loop
+(hence the shapes inline and ``tuple.__new__``). The search for the two-character separator
+costs about 1 ns a byte (CPython searches it without ``memchr``) and is half of the 64 KiB
+figure; walking the bytes event by event with single-byte searches instead was no faster.
 """
 
 from __future__ import annotations
@@ -69,7 +73,6 @@ class SSEEvent(NamedTuple):
     retry: int | None = None
 
 
-_ONE_EVENT_CHARS = 1024  # a longer text mostly holds several events: counting its LFs is waste
 _new = tuple.__new__  # builds an SSEEvent without the NamedTuple's Python-level __new__
 
 
@@ -114,15 +117,50 @@ class SSEDecoder:
         buffer += chunk
         end = buffer.rfind(b"\n\n", start)
         if end >= 0:
-            text = buffer[: end + 2].decode("utf-8", "replace")
-            del buffer[: end + 2]  # at the front: CPython moves no bytes
-            events = self._blocks(text)
+            event = self._one_event(end) if self._clean_at(end) else None
+            if event is not None:
+                events = [event]
+            else:
+                text = buffer[: end + 2].decode("utf-8", "replace")
+                del buffer[: end + 2]  # at the front: CPython moves no bytes
+                events = self._blocks(text)
         elif len(buffer) > LINES_AFTER_BYTES:
             events = self._complete_lines()
         else:
             events = []
         self._skip_lf_at = len(buffer) if ends_in_cr else -1
         return events
+
+    def _clean_at(self, end: int) -> bool:
+        """Whether the buffer holds at most two lines before the blank line at ``end``, no
+        earlier read began an event and the stream's start (its byte order mark) is past."""
+        buffer = self._buffer
+        first = buffer.find(0x0A)
+        return (first == end or buffer.find(0x0A, first + 1) == end) and not (
+            self._at_start or self._data or self._event)
+
+    def _one_event(self, end: int) -> SSEEvent | None:
+        """The event of the buffer's lines before the blank line at ``end`` when they are a
+        common shape (one ``data`` line; an ``event`` line then a ``data`` line), cut from
+        the buffer; else None and the buffer is untouched (the line rules decide).
+
+        The value is sliced out of the bytes, so only it is decoded: at small reads, where
+        most reads complete one event, this is the cost of an event.
+        """
+        buffer = self._buffer
+        kind, line = "message", 0
+        if buffer.startswith(b"event:"):
+            line = buffer.find(0x0A) + 1
+            kind = (buffer[7 : line - 1] if buffer.startswith(b" ", 6)
+                    else buffer[6 : line - 1]).decode("utf-8", "replace") or "message"
+        elif buffer.find(0x0A) != end:
+            return None
+        if not buffer.startswith(b"data:", line):
+            return None
+        value = line + 6 if buffer.startswith(b" ", line + 5) else line + 5
+        data = buffer[value:end].decode("utf-8", "replace")
+        del buffer[: end + 2]
+        return _new(SSEEvent, (kind, data, self._last_id, self._retry))
 
     def close(self) -> list[SSEEvent]:
         """End of stream: deliver a final unterminated event that has data (the deviation)."""
@@ -153,29 +191,20 @@ class SSEDecoder:
     def _blocks(self, text: str) -> list[SSEEvent]:
         """``text``: whole lines ending in a blank line -> the events they complete.
 
-        A small read completes one event: ``text`` then holds two or three LFs (one or two
-        lines, the blank line) and is read without splitting (counting a character is cheap,
-        splitting at a two-character separator is not). Otherwise ``text.split("\n\n")``
-        gives the lines of each event: the piece before each separator ends with the line the
-        separator's first LF ends (the second LF is the blank line); an empty piece is a blank
-        line of its own. The piece after the last separator is "" or "\n" (a blank line after
-        a blank line): nothing to do.
+        ``text.split("\n\n")`` gives the lines of each event: the piece before each
+        separator ends with the line the separator's first LF ends (the second LF is the blank
+        line); an empty piece is a blank line of its own. The piece after the last separator
+        is "" or "\n" (a blank line after a blank line): nothing to do.
         """
         if self._at_start:
             text = self._decoded(text)
         clean = not (self._data or self._event)  # no event begun by an earlier read
-        if clean and len(text) <= _ONE_EVENT_CHARS:
-            newlines = text.count("\n")
-            if newlines == 2 or (newlines == 3 and text[-3] != "\n"):
-                event = _simple(text, len(text) - 2, self._last_id, self._retry)
-                if event is not None:
-                    return [event]
         pieces = text.split("\n\n")
         pieces.pop()
         events: list[SSEEvent] = []
         last_id, retry = self._last_id, self._retry
         for piece in pieces:
-            if clean:  # _simple's two shapes, inline: a call per event costs a fifth here
+            if clean:  # _one_event's two shapes, inline: a call per event costs a fifth here
                 if piece.startswith("data:"):
                     if "\n" not in piece:
                         events.append(_new(SSEEvent, ("message", piece[6:] if piece.startswith(
@@ -240,23 +269,6 @@ class SSEDecoder:
 def _value(line: str, start: int) -> str:
     """The value of a field line from ``start`` (just after the colon), one space removed."""
     return line[start + 1:] if line.startswith(" ", start) else line[start:]
-
-
-def _simple(text: str, end: int, last_id: str | None, retry: int | None) -> SSEEvent | None:
-    """The event whose lines are ``text[:end]`` when they are the common shapes (one ``data``
-    line; an ``event`` line then a ``data`` line), else None (the line rules decide)."""
-    if text.startswith("data:"):
-        if text.find("\n", 5, end) < 0:
-            return _new(SSEEvent, ("message", text[6:end] if text.startswith(" ", 5)
-                                   else text[5:end], last_id, retry))
-    elif text.startswith("event:"):
-        cut = text.find("\n", 6, end)
-        if cut > 0 and text.startswith("data:", cut + 1) and text.find("\n", cut + 6, end) < 0:
-            kind = text[7:cut] if text.startswith(" ", 6) else text[6:cut]
-            data = cut + 6
-            return _new(SSEEvent, (kind or "message", text[data + 1:end] if text.startswith(
-                " ", data) else text[data:end], last_id, retry))
-    return None
 
 
 def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
