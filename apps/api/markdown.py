@@ -148,6 +148,8 @@ def _message_heading(message: dict[str, Any]) -> str:
     flags = [message["status"]] if message["status"] != "complete" else []
     if message["compacted"]:
         flags.append("compacted")
+    if message["superseded_by_run"] is not None:
+        flags.append(f"earlier version, replaced by run {message['superseded_by_run']}")
     tail = "".join(f" · *{flag}*" for flag in flags)
     return f"### {who} · {_when(message['created_at'])}{tail}"
 

@@ -22,8 +22,10 @@ __all__ = [
     "ConversationOut",
     "ConversationRenameIn",
     "ErrorOut",
+    "ForkOrigin",
     "PersonRef",
     "RoomCreateIn",
+    "RoomMessage",
     "RoomOut",
     "RoomRenameIn",
     "TranscriptOut",
@@ -85,10 +87,17 @@ class RoomRenameIn(Schema):
 AgentModeName = Literal["always", "mention"]
 
 
+class ForkOrigin(Schema):
+    """Where a fork was made: the other conversation and the message its copy ends with."""
+
+    conversation_id: int
+    message_id: int
+
+
 class ConversationOut(Schema):
     """A conversation. ``last_seq``: the last event number, for a socket's ``after_seq``;
     ``agent_mode``: the agent answers every message (``always``) or when mentioned or asked
-    (``mention``)."""
+    (``mention``); ``forked_from``: for a fork, where it was made (null otherwise)."""
 
     id: int
     room: RoomRef
@@ -98,12 +107,19 @@ class ConversationOut(Schema):
     archived: bool
     created_by: PersonRef | None
     last_seq: int
+    forked_from: ForkOrigin | None
     created_at: datetime
     updated_at: datetime
 
     @staticmethod
     def resolve_team_id(obj: Conversation) -> int:
         return obj.room.team_id
+
+    @staticmethod
+    def resolve_forked_from(obj: Conversation) -> dict[str, int] | None:
+        point = obj.forked_from
+        return ({"conversation_id": point.conversation_id, "message_id": point.pk}
+                if point else None)
 
     @staticmethod
     def resolve_created_by(obj: Conversation) -> dict[str, Any] | None:
@@ -140,6 +156,10 @@ class ExportConversation(Schema):
     updated_at: datetime
 
 
+_SUPERSEDED = ("An earlier version: the run whose messages replaced this one (an edit or a "
+               "regenerated answer); left out of the model's history. Null: current.")
+
+
 class ExportMessage(Schema):
     """One stored message, verbatim. ``content``: the engine's content blocks, thinking (with
     its signature), tool calls and results included. ``position``: its place in the history the
@@ -161,6 +181,7 @@ class ExportMessage(Schema):
     model: str | None
     usage: dict[str, Any] | None = Field(description="Token counts (the engine's Usage).")
     compacted: bool
+    superseded_by_run: int | None = Field(description=_SUPERSEDED)
     created_at: datetime
     updated_at: datetime
 
@@ -182,6 +203,7 @@ class RoomMessage(Schema):
     provider: str | None
     model: str | None
     usage: dict[str, Any] | None
+    superseded_by_run: int | None = Field(description=_SUPERSEDED)
     created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
 
 

@@ -39,6 +39,8 @@ class Conversation(TimeStampedModel):
     two writers never get the same number and none is skipped. ``compaction_failures`` and
     ``compaction_paused_until`` are the compaction breaker (DESIGN 2.6: after three failures in
     a row automatic compaction waits until then); ``memory_upto`` how far the session notes go.
+    ``forked_from``: for a fork, the message of the other conversation it was made at (its
+    history up to and including that message was copied); the message's ``forks`` the other way.
     """
 
     room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="conversations")
@@ -52,6 +54,8 @@ class Conversation(TimeStampedModel):
     memory_upto = models.PositiveIntegerField(default=0)
     agent_mode = models.CharField(max_length=10, choices=AgentMode.choices,
                                   default=AgentMode.ALWAYS)
+    forked_from = models.ForeignKey("Message", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="forks")
 
     @property
     def team_id(self) -> int:
@@ -80,6 +84,10 @@ class Message(TimeStampedModel):
     per author: two people may pick the same one). ``wakes_agent``: the person's message asks
     for the agent (every message in ``always`` mode; one that mentions it in ``mention`` mode):
     it starts a run or steers the active one, where the others are only the people's chat.
+    ``superseded_by``: the run that replaced this message with a new version (an edit of the
+    person's last message, or a regenerated answer): the message keeps its place in the
+    transcript and the exports as an earlier version, left out of the model's history; the
+    new version is that run's messages.
     """
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
@@ -102,6 +110,8 @@ class Message(TimeStampedModel):
     compacted = models.BooleanField(default=False)
     usage = models.JSONField(null=True, blank=True)
     wakes_agent = models.BooleanField(default=True)
+    superseded_by = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="superseded")
 
     class Meta:
         ordering = ["position", "id"]

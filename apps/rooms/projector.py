@@ -44,7 +44,7 @@ from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
 from apps.rooms.services.events import conversation_lock, events_append, positions_allocate
 from apps.rooms.services.runs import run_set_status
-from apps.rooms.transcript import message_fields
+from apps.rooms.transcript import history_rows, message_fields
 
 __all__ = ["Projector"]
 
@@ -231,9 +231,8 @@ class Projector:
             Message.objects.filter(pk=row_id).update(position=first + offset)
 
     def _compacted(self, event: Compacted) -> None:
-        rows = list(Message.objects.filter(conversation_id=self.conversation_id,
-                                           position__isnull=False, compacted=False)
-                    .order_by("position").values_list("pk", "position")[: event.messages_removed])
+        rows = list(history_rows(self.conversation_id)
+                    .values_list("pk", "position")[: event.messages_removed])
         if not rows:
             return
         Message.objects.filter(pk__in=[pk for pk, _ in rows]).update(compacted=True)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
+
 from apps.engine.messages import Author
 from apps.engine.messages import Message as EngineMessage
 from apps.rooms.models import Message, MessageStatus
 
-__all__ = ["engine_message", "history_of", "message_fields", "message_json"]
+__all__ = ["engine_message", "history_of", "history_rows", "message_fields", "message_json"]
 
 _ENGINE_STATUS = {MessageStatus.CANCELLED: "cancelled", MessageStatus.ERROR: "error"}
 
@@ -29,11 +31,17 @@ def engine_message(row: Message) -> EngineMessage:
     )
 
 
+def history_rows(conversation_id: int) -> QuerySet[Message]:
+    """The rows of the history the model sees, in order: positioned, neither compacted nor
+    superseded by a newer version."""
+    return (Message.objects.filter(conversation_id=conversation_id, position__isnull=False,
+                                   compacted=False, superseded_by__isnull=True)
+            .order_by("position"))
+
+
 def history_of(conversation_id: int) -> list[EngineMessage]:
-    """The history the model sees: positioned, not compacted, in order."""
-    rows = (Message.objects.filter(conversation_id=conversation_id, position__isnull=False,
-                                   compacted=False).order_by("position"))
-    return [engine_message(row) for row in rows]
+    """The history the model sees (:func:`history_rows`) in the engine's form."""
+    return [engine_message(row) for row in history_rows(conversation_id)]
 
 
 def message_fields(message: EngineMessage) -> dict[str, Any]:
@@ -68,5 +76,6 @@ def message_json(row: Message) -> dict[str, Any]:
         "provider": row.provider or None,
         "model": row.model or None,
         "usage": row.usage,
+        "superseded_by_run": row.superseded_by_id,
         "created_at": row.created_at.isoformat() if row.created_at else None,
     }

@@ -35,7 +35,7 @@ from apps.rooms.services.limits import require_fits, require_under_rate
 from apps.rooms.services.runs import active_run, run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
-__all__ = ["PostResult", "RunEffect", "message_post"]
+__all__ = ["PostResult", "RunEffect", "message_post", "require_message_rate"]
 
 RunEffect = Literal["started", "steering", "none"]
 """What a message did to the agent: started a run, steers the active one, or nothing (chat)."""
@@ -53,7 +53,8 @@ class PostResult:
     run: RunEffect
 
 
-def _rate_limit(conversation: Conversation, user: User) -> None:
+def require_message_rate(conversation: Conversation, user: User) -> None:
+    """Refuse (``rate_limited``) a person past the team's messages a minute."""
     require_under_rate(Message.objects.filter(
         conversation__room__team_id=conversation.room.team_id, author=user), "messages")
 
@@ -72,7 +73,7 @@ def message_post(*, conversation: Conversation, membership: Membership, text: st
     existing = mine.first()
     if existing is not None:
         return _resent(existing)
-    _rate_limit(conversation, user)
+    require_message_rate(conversation, user)
     try:
         with transaction.atomic():
             return _post(conversation, user, text, attachments or [], client_id)

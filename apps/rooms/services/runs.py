@@ -53,6 +53,8 @@ __all__ = [
     "run_dispatch_on_commit",
     "run_finish",
     "run_heartbeat",
+    "run_queue",
+    "require_turn_rate",
     "run_stop",
     "runs_sweep",
 ]
@@ -156,8 +158,10 @@ def run_compact(*, conversation: Conversation, membership: Membership) -> Run:
     whatever the compaction breaker says (DESIGN 2.6). Broadcast as ``run_queued`` with who
     asked. ``forbidden`` for a viewer; ``conflict`` while a run is active (it compacts by
     itself when it has to; stop it to compact first)."""
-    return _run_queue(conversation, membership, RunPurpose.COMPACT,
-                      "The agent is working: compact when its run has ended, or stop it first.")
+    return run_queue(conversation=conversation, membership=membership,
+                     purpose=RunPurpose.COMPACT,
+                     busy="The agent is working: compact when its run has ended, or stop it "
+                          "first.")
 
 
 def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
@@ -165,21 +169,23 @@ def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
     conversation; the model sees everything said since its last turn. Broadcast as
     ``run_queued`` with who asked. ``forbidden`` for a viewer; ``conflict`` while a run is
     active (mention the agent to steer it)."""
-    _ask_rate_limit(conversation, membership.user)
-    return _run_queue(conversation, membership, RunPurpose.REPLY,
-                      "The agent is already working: mention it to steer its run.")
+    require_turn_rate(conversation, membership.user)
+    return run_queue(conversation=conversation, membership=membership,
+                     purpose=RunPurpose.REPLY,
+                     busy="The agent is already working: mention it to steer its run.")
 
 
-def _ask_rate_limit(conversation: Conversation, user: Any) -> None:
-    """The runs a person started in the team count like messages: each is a model call."""
+def require_turn_rate(conversation: Conversation, user: Any) -> None:
+    """The runs a person started in the team count like messages: each is a model call
+    (ApplicationError ``rate_limited``)."""
     require_under_rate(Run.objects.filter(
         conversation__room__team_id=conversation.room.team_id, started_by=user), "agent turns")
 
 
-def _run_queue(conversation: Conversation, membership: Membership, purpose: RunPurpose,
-               busy: str) -> Run:
-    """A queued run for ``purpose`` started by the member, dispatched after commit; ``busy``
-    is the ``conflict`` message when a run is active."""
+def run_queue(*, conversation: Conversation, membership: Membership, purpose: RunPurpose,
+              busy: str) -> Run:
+    """A queued run for ``purpose`` started by the member, broadcast as ``run_queued`` and
+    dispatched after commit; ``busy`` is the ``conflict`` message when a run is active."""
     require_writer(membership)
     with transaction.atomic():
         conversation_lock(conversation.pk)

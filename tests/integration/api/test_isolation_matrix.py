@@ -19,6 +19,7 @@ from django.test import Client
 from django.urls import URLPattern
 
 from apps.api.api import api
+from apps.rooms.models import Message
 from apps.wiki.services import attachment_save, page_save
 
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
@@ -66,6 +67,12 @@ MATRIX = [
     Row("GET", "/api/conversations/{conversation_id}/messages?before=p1.1", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.json", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.md", READ),
+    Row("POST", "/api/conversations/{conversation_id}/fork", CREATE,
+        {"message_id": "{message_id}"}),
+    # the message is alice's: bob may write, but edits only his own
+    Row("POST", "/api/conversations/{conversation_id}/messages/{message_id}/edit",
+        (401, 404, 403, 403, 201), {"text": "Edited"}),
+    Row("POST", "/api/conversations/{conversation_id}/regenerate", CREATE),
     Row("GET", WIKI + "/pages", READ),
     Row("GET", WIKI + "/pages/{path}", READ),
     # "author" in the body is ignored: commits are by the caller (tests/integration/wiki)
@@ -126,9 +133,18 @@ def wiki_ids(acme, alice, settings, tmp_path) -> dict[str, str]:
 
 
 @pytest.fixture
-def ids(acme, globex, room, conversation, wiki_ids) -> dict[str, Any]:
+def message_id(conversation, alice) -> int:
+    """alice's question in the conversation, answered by the agent."""
+    asked = Message.objects.create(conversation=conversation, role="user", position=1,
+                                   author=alice, author_name="Alice", content=[])
+    Message.objects.create(conversation=conversation, role="assistant", position=2, content=[])
+    return asked.pk
+
+
+@pytest.fixture
+def ids(acme, globex, room, conversation, message_id, wiki_ids) -> dict[str, Any]:
     return {"team_id": acme.pk, "room_id": room.pk, "conversation_id": conversation.pk,
-            **wiki_ids}
+            "message_id": message_id, **wiki_ids}
 
 
 @pytest.fixture(params=["token", "session"])

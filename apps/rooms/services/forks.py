@@ -1,0 +1,83 @@
+"""Forks: a new conversation in the same room that starts from another one's history.
+
+The fork's transcript is a copy of the source's history up to and including the chosen message
+(earlier versions left out, compacted messages and their summary kept as they are), with the
+messages' authors and times; not the workspace files, not the session notes, not the runs.
+Where it came from is recorded both ways: the fork's ``forked_from`` message, the message's
+``forks``, and a ``conversation_forked`` ``{"conversation_id", "message_id", "by": PERSON}``
+event in the source conversation.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.accounts.models import Membership
+from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.rooms.models import Conversation, Message, MessageStatus
+from apps.rooms.services.access import require_writer
+from apps.rooms.services.events import event_append
+from apps.rooms.services.rooms import conversation_create
+
+__all__ = ["conversation_fork"]
+
+_COPIED = ("position", "role", "author_id", "author_name", "content", "reasoning_content",
+           "provider", "model", "status", "engine_id", "compacted", "usage", "wakes_agent")
+"""The columns a fork's copy keeps (not the run, which stays with the source, nor the
+``client_id``: a resend to the fork is a new message)."""
+
+
+def _fork_point(conversation: Conversation, message_id: int) -> Message:
+    """The complete message of the history to fork at. ``not_found`` when it is not in
+    ``conversation``; ``conflict`` when it is not complete or not part of the history."""
+    message = Message.objects.filter(conversation=conversation, pk=message_id).first()
+    if message is None:
+        raise not_found("message")
+    if message.status in (MessageStatus.PENDING, MessageStatus.STREAMING):
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               "That message is not complete yet: fork once it is.")
+    if message.status != MessageStatus.COMPLETE or message.position is None:
+        raise ApplicationError(ErrorCode.CONFLICT, "That message was stopped before it was "
+                               "complete: fork from an earlier one.")
+    if message.superseded_by_id is not None:
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               "That message is an earlier version: fork from the current one.")
+    if message.compacted:
+        raise ApplicationError(ErrorCode.CONFLICT, "That message was compacted into a summary: "
+                               "fork from the summary or a later message.")
+    return message
+
+
+def conversation_fork(*, conversation: Conversation, membership: Membership,
+                      message_id: int) -> Conversation:
+    """A new conversation in ``conversation``'s room (same title and agent mode) whose history
+    is ``conversation``'s up to and including message ``message_id``. ApplicationError:
+    ``forbidden`` (a viewer), ``not_found`` (no such message in this conversation),
+    ``conflict`` (the message is streaming, pending, stopped, an earlier version or compacted;
+    or the room is archived)."""
+    require_writer(membership)
+    with transaction.atomic():
+        point = _fork_point(conversation, message_id)
+        fork = conversation_create(room=conversation.room, title=conversation.title,
+                                   by=membership.user, agent_mode=conversation.agent_mode)
+        fork.forked_from = point
+        fork.save(update_fields=["forked_from"])
+        _copy_history(conversation, fork, upto=point)
+        event_append(conversation.pk, "conversation_forked", {
+            "kind": "conversation_forked", "conversation_id": fork.pk, "message_id": point.pk,
+            "by": {"id": membership.user_id, "name": membership.user.shown_name}})
+    return fork
+
+
+def _copy_history(source: Conversation, fork: Conversation, *, upto: Message) -> None:
+    """Copy ``source``'s history up to ``upto`` into ``fork``, keeping when each was written
+    (a copy is not a new message: it must not count towards anyone's rate limit)."""
+    rows = list(Message.objects.filter(conversation=source, position__isnull=False,
+                                       position__lte=upto.position, superseded_by__isnull=True)
+                .order_by("position", "id"))
+    copies = Message.objects.bulk_create([
+        Message(conversation=fork, **{name: getattr(row, name) for name in _COPIED})
+        for row in rows])
+    for copy, row in zip(copies, rows, strict=True):
+        copy.created_at = row.created_at
+    Message.objects.bulk_update(copies, ["created_at"])  # auto_now_add set "now" on insert

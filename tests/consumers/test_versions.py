@@ -1,0 +1,86 @@
+"""Edit and regenerate through the run worker and fakellm (issue 19): the new run's request
+to the model holds the current version only, and every watcher learns which messages became
+the earlier version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from apps.accounts.models import Membership, User
+from apps.rooms.models import Conversation, Message
+from apps.rooms.services.versions import answer_regenerate, message_edit
+from tests.consumers.conftest import Client, connect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _turns(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(role, text)`` of each text block of an Anthropic request body's messages."""
+    turns = []
+    for message in body["messages"]:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        turns += [(message["role"], b["text"]) for b in blocks if b.get("type") == "text"]
+    return turns
+
+
+async def _ask(client: Client, client_id: str, text: str) -> None:
+    await client.send({"type": "send", "client_id": client_id, "text": text})
+    await client.until_event("run_ended")
+
+
+async def _membership(user: User, conversation: Conversation) -> Membership:
+    return await Membership.objects.select_related("user").aget(
+        user=user, team_id=conversation.room.team_id)
+
+
+async def test_a_regenerated_answer_is_asked_for_without_the_old_one(
+        alice: User, bob: User, conversation: Conversation, worker: None,
+        model_requests: list[dict[str, Any]]) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    await _ask(a, "a1", "name a colour")
+    old = [m async for m in Message.objects.filter(conversation=conversation, role="assistant")]
+    assert old and len(model_requests) == 1
+
+    run = await sync_to_async(answer_regenerate)(
+        conversation=conversation, membership=await _membership(bob, conversation))
+    superseded = await b.until_event("messages_superseded")
+    assert superseded["message_ids"] == [m.pk for m in old]
+    assert superseded["by"] == {"id": bob.pk, "name": "Bob"}
+    assert (await a.until_event("run_ended"))["status"] == "completed"
+
+    assert len(model_requests) == 2
+    assert [role for role, _ in _turns(model_requests[1])] == ["user", "user"]  # [Alice], text
+    assert _turns(model_requests[1])[-1] == ("user", "name a colour")
+    answers = [m async for m in Message.objects.filter(conversation=conversation,
+                                                        role="assistant").order_by("id")]
+    assert [m.superseded_by_id for m in answers] == [run.pk] * len(old) + [None]
+    assert answers[-1].run_id == run.pk
+    await a.close()
+    await b.close()
+
+
+async def test_an_edited_message_is_answered_on_its_new_text_only(
+        alice: User, conversation: Conversation, worker: None,
+        model_requests: list[dict[str, Any]]) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    await _ask(a, "a1", "what is 2+2, plaese")
+    first = await Message.objects.aget(conversation=conversation, client_id="a1")
+
+    new = await sync_to_async(message_edit)(
+        conversation=conversation, membership=await _membership(alice, conversation),
+        message_id=first.pk, text="what is 2+3, please")
+    shown = await a.until_event("user_message")
+    assert shown["message"]["id"] == new.pk and shown["message"]["run_id"] == new.run_id
+    await a.until_event("run_ended")
+
+    said = [text for _, text in _turns(model_requests[-1])]
+    assert "what is 2+3, please" in said and "what is 2+2, plaese" not in said
+    assert all(role == "user" for role, _ in _turns(model_requests[-1]))  # no old answer
+    await first.arefresh_from_db()
+    assert first.superseded_by_id == new.run_id
+    await a.close()
