@@ -16,6 +16,7 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "compact"}``: compact the conversation now (when no run is active);
 - ``{"type": "set_agent_mode", "agent_mode": "always" | "mention"}``: when the agent answers;
 - ``{"type": "ask_agent"}``: start the agent's turn without a message (when no run is active);
+- ``{"type": "rename", "title"}``: give the conversation a new title;
 - ``{"type": "typing"}``.
 
 Server -> client frames are built by :mod:`apps.realtime.server_frames`.
@@ -38,6 +39,7 @@ __all__ = [
     "PromptRef",
     "PromptsFrame",
     "ElicitFrame",
+    "RenameFrame",
     "SendFrame",
     "SetAgentModeFrame",
     "StopFrame",
@@ -143,6 +145,11 @@ class AskAgentFrame(_Frame):
     type: Literal["ask_agent"]
 
 
+class RenameFrame(_Frame):
+    type: Literal["rename"]
+    title: str = Field(min_length=1, max_length=MAX_TEXT)  # the service says how long it may be
+
+
 class TypingFrame(_Frame):
     type: Literal["typing"]
 
@@ -156,12 +163,13 @@ class HistoryFrame(_Frame):
 
 ClientFrame = Annotated[
     SendFrame | StopFrame | DecideFrame | AnswerFrame | ElicitFrame | CompactFrame
-    | SetAgentModeFrame | AskAgentFrame | TypingFrame | HistoryFrame | PromptsFrame,
+    | SetAgentModeFrame | AskAgentFrame | TypingFrame | HistoryFrame | PromptsFrame
+    | RenameFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
 WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame,
-                SetAgentModeFrame, AskAgentFrame, PromptsFrame)
+                SetAgentModeFrame, AskAgentFrame, PromptsFrame, RenameFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

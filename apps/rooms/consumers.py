@@ -39,6 +39,7 @@ from apps.realtime.frames import (
     ElicitFrame,
     HistoryFrame,
     PromptsFrame,
+    RenameFrame,
     SendFrame,
     SetAgentModeFrame,
     StopFrame,
@@ -56,7 +57,7 @@ from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
-from apps.rooms.services.rooms import conversation_set_agent_mode
+from apps.rooms.services.rooms import conversation_rename, conversation_set_agent_mode
 from apps.rooms.services.runs import (
     active_run,
     run_answer,
@@ -301,6 +302,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case SetAgentModeFrame(agent_mode=mode):
                 await database_sync_to_async(conversation_set_agent_mode)(
                     conversation=conversation, agent_mode=mode, by=membership.user)
+            case RenameFrame(title=title):
+                await database_sync_to_async(conversation_rename)(
+                    conversation=conversation, title=title, by=membership.user)
             case AskAgentFrame():
                 await database_sync_to_async(run_ask)(conversation=conversation,
                                                       membership=membership)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -55,6 +55,7 @@ from apps.rooms.projector import Projector
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_finish, run_heartbeat
 from apps.rooms.tail import hwm_publish
+from apps.rooms.titles import title_after_end
 from apps.rooms.transcript import history_of
 from apps.rooms.wiki import RunWiki, wiki_mounts, wiki_prompt
 from apps.rooms.workspaces import ensure_workspace
@@ -148,7 +149,9 @@ class RunHost:
 
     async def host(self) -> None:
         """Run the agent and end the run in the database, whatever happens; one high-water
-        mark of the log follows the end (:mod:`apps.rooms.tail`)."""
+        mark of the log follows the end (:mod:`apps.rooms.tail`), and a completed first exchange
+        gets its title (:mod:`apps.rooms.titles`)."""
+        after_end: list[Coroutine[Any, Any, None]] = []
         try:
             setup = await database_sync_to_async(self._setup)()
         except SetupError as exc:
@@ -162,9 +165,12 @@ class RunHost:
                 status, error_kind, error_message = (RunStatus.FAILED, "internal",
                                                      f"{type(exc).__name__}: {exc}")
             await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
+            if status == RunStatus.COMPLETED and setup.run.purpose == RunPurpose.REPLY:
+                after_end.append(title_after_end(provider_pool.get(setup.provider),
+                                                 setup.model, conversation_id))
         if conversation_id is not None:
             await asyncio.gather(self._mark_after_end(conversation_id),
-                                 self._settle_notes(conversation_id))
+                                 self._settle_notes(conversation_id), *after_end)
 
     def _setup(self) -> _Setup:
         run = Run.objects.select_related("conversation__room__team", "started_by").filter(

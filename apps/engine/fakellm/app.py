@@ -17,6 +17,7 @@ from apps.engine.fakellm.wire import ENCODERS, Frame, error_body, stamp_frame
 from apps.engine.messages import Message
 from apps.engine.providers.script import ScriptPlayer, Step
 from apps.engine.providers.scripted import OFFLINE_REPLY
+from apps.engine.titles import offline_title
 
 __all__ = ["MODEL", "create_app"]
 
@@ -37,8 +38,10 @@ def create_app(rate: float = 50.0, *, stamp: bool = False) -> Starlette:
             return JSONResponse(error_body(protocol, 400, "the body is not JSON"), 400)
         if not isinstance(body, dict):
             return JSONResponse(error_body(protocol, 400, "the body is not an object"), 400)
-        played = player.play(read(body))
-        steps, error = played if played is not None else ([{"text": OFFLINE_REPLY}], None)
+        messages = read(body)
+        played = player.play(messages)
+        offline = [{"text": offline_title(messages) or OFFLINE_REPLY}]
+        steps, error = played if played is not None else (offline, None)
         if error is not None and not error["error"].get("in_stream", False):
             return _http_error(protocol, error)
         frames = ENCODERS[protocol](steps, error, model, len(json.dumps(body)) // 4,

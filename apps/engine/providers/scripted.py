@@ -6,7 +6,8 @@ It answers in one of two ways:
   ChatStreamEvent is yielded, an exception is raised, an ``asyncio.Event`` is awaited (a test
   pauses the stream there), a plain callable is called (a test is told "we got here");
 - otherwise the script format of :mod:`apps.engine.providers.script` read from the history (the
-  same rules the fakellm server follows), and without a script a short fixed text.
+  same rules the fakellm server follows), and without a script a short fixed text (a title
+  request, :mod:`apps.engine.titles`, gets the first words of the first message).
 
 Every request it receives is kept in ``requests`` so tests can check what the loop sent.
 """
@@ -35,6 +36,7 @@ from apps.engine.messages import ChatRequest, Protocol, ToolCall, Usage
 from apps.engine.providers.base import ModelInfo
 from apps.engine.providers.classify import classify_error
 from apps.engine.providers.script import ScriptPlayer, Step, pieces
+from apps.engine.titles import offline_title
 
 __all__ = ["OFFLINE_REPLY", "ScriptedProvider", "script_events"]
 
@@ -77,7 +79,8 @@ class ScriptedProvider:
             return self._turns[n]
         played = self._player.play(request.messages)
         if played is None:
-            return script_events([{"text": OFFLINE_REPLY}], None, self.protocol, n)
+            text = offline_title(request.messages) or OFFLINE_REPLY
+            return script_events([{"text": text}], None, self.protocol, n)
         steps, error = played
         return script_events(steps, error, self.protocol, n)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import partial
 
 from django.db import transaction
+from django.utils import timezone
 
 from apps.accounts.models import Membership, Team, User
 from apps.accounts.selectors import membership_of
@@ -120,10 +121,18 @@ def conversation_set_agent_mode(*, conversation: Conversation, agent_mode: str,
 
 
 def conversation_rename(*, conversation: Conversation, title: str, by: User) -> Conversation:
-    """Give ``conversation`` a new title."""
+    """Give ``conversation`` a new title, broadcast as ``title_changed`` ``{"title", "by":
+    PERSON}`` (the title it has changes nothing and broadcasts nothing). ``invalid`` for an
+    empty or too long title."""
     _writer(by, conversation.room.team_id, "conversation")
-    conversation.title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
-    conversation.save(update_fields=["title", "updated_at"])
+    title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
+    with transaction.atomic():
+        if Conversation.objects.filter(pk=conversation.pk).exclude(title=title).update(
+                title=title, updated_at=timezone.now()):
+            event_append(conversation.pk, "title_changed", {
+                "kind": "title_changed", "title": title,
+                "by": {"id": by.pk, "name": by.shown_name}})
+    conversation.title = title
     return conversation
 
 
