@@ -50,6 +50,7 @@ async def test_a_regenerated_answer_is_asked_for_without_the_old_one(
         conversation=conversation, membership=await _membership(bob, conversation))
     superseded = await b.until_event("messages_superseded")
     assert superseded["message_ids"] == [m.pk for m in old]
+    assert superseded["engine_ids"] == [m.engine_id for m in old]  # as live streaming named them
     assert superseded["by"] == {"id": bob.pk, "name": "Bob"}
     assert (await a.until_event("run_ended"))["status"] == "completed"
 

@@ -5,8 +5,10 @@ Nothing is deleted. The replaced messages stay in the transcript, each marked
 ``superseded_by`` the run that replaced them, and leave the model's history
 (:func:`apps.rooms.transcript.history_rows`); the new version is that run's messages. Both
 need a writer and no active run (``conflict``: stop it first), and are broadcast as
-``messages_superseded`` ``{"message_ids", "run_id", "by": PERSON}`` followed, for an edit, by
-the new ``user_message``, and the ``run_queued`` of the run that answers.
+``messages_superseded`` ``{"message_ids", "engine_ids", "run_id", "by": PERSON}``
+(``engine_ids``: the runtime's ids of those that have one, as live streaming named them)
+followed, for an edit, by the new ``user_message``, and the ``run_queued`` of the run that
+answers.
 """
 
 from __future__ import annotations
@@ -102,12 +104,14 @@ def _supersede(conversation: Conversation, run: Run, membership: Membership, *,
                from_position: int | None) -> None:
     """Mark the history from ``from_position`` on superseded by ``run`` and broadcast it.
     The session notes' mark is a history index: it cannot point past the shorter history."""
-    rows = history_rows(conversation.pk).filter(position__gte=from_position)
-    ids = list(rows.values_list("pk", flat=True))
+    rows = list(history_rows(conversation.pk).filter(position__gte=from_position)
+                .values_list("pk", "engine_id"))
+    ids = [pk for pk, _ in rows]
     Message.objects.filter(pk__in=ids).update(superseded_by=run)
     kept = history_rows(conversation.pk).count()
     Conversation.objects.filter(pk=conversation.pk, memory_upto__gt=kept).update(
         memory_upto=kept)
     event_append(conversation.pk, "messages_superseded", {
-        "kind": "messages_superseded", "message_ids": ids, "run_id": run.pk,
+        "kind": "messages_superseded", "message_ids": ids,
+        "engine_ids": [engine_id for _, engine_id in rows if engine_id], "run_id": run.pk,
         "by": {"id": membership.user_id, "name": membership.user.shown_name}}, run_id=run.pk)

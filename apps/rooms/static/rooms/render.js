@@ -7,6 +7,7 @@ import { setMarkdown } from "./markdown.js";
 import { personName } from "./store.js";
 import { renderElicitations } from "./elicitation.js";
 import { createCard, renderCard } from "./tools.js";
+import { renderTitle, renderVersions } from "./versions.js";
 
 const QUEUED_TEXT = gettext("queued, joins at the next step");
 const CONTEXT_TEXT = gettext("the agent reads it at its next step");
@@ -108,6 +109,8 @@ export class Renderer {
     if (dirty.prepended) doc.scrollTop = doc.scrollHeight - fromBottom;
     if (dirty.history) this.renderHistory();
     if (dirty.run) this.renderRun();
+    if (dirty.run || dirty.messages.size) renderVersions(this.root, store);
+    if (dirty.title) renderTitle(this.root, store);
     if (dirty.presence) this.renderPresence();
     if (dirty.typing) this.renderTyping();
     if (dirty.usage) this.renderUsage();
@@ -162,6 +165,7 @@ export class Renderer {
     article.dataset.status = msg.status;
     article.classList.toggle("streaming", msg.status === "streaming");
     article.classList.toggle("summary", msg.summary);
+    article.classList.toggle("superseded", !!msg.supersededBy);
     article.classList.toggle("mine", !!(msg.author && this.store.you
                                        && String(msg.author.id) === String(this.store.you.id)));
     const author = msg.summary ? gettext("Summary of the earlier conversation")
@@ -182,6 +186,7 @@ export class Renderer {
       ? interpolate(gettext("not sent: %(reason)s"), { reason: msg.failed }, true) : "");
     flag(article, "stopped", msg.status === "cancelled" && !empty ? gettext("stopped") : "");
     flag(article, "interrupted", msg.status === "error" && !empty ? gettext("interrupted") : "");
+    flag(article, "earlier", msg.supersededBy ? gettext("earlier version") : "");
   }
 
   renderText(msg, article) {

@@ -6,6 +6,7 @@ import { setupComposer, isSendKey } from "./composer.js";
 import { Renderer } from "./render.js";
 import { RoomSocket } from "./socket.js";
 import { Store } from "./store.js";
+import { setupVersions } from "./versions.js";
 
 const CONNECTION_TEXT = {
   connecting: gettext("Connecting…"),
@@ -252,6 +253,7 @@ function start(root) {
     if (event.target === document.body || root.contains(event.target)) stop();
   });
 
+  setupVersions(root, store, socket, renderer);
   window.confabRoom = { store, socket, renderer }; // for debugging and the browser tests
   renderer.schedule();
   socket.start();

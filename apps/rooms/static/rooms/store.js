@@ -12,6 +12,8 @@ const MAX_SUB_LINES = 30;
 const SUB_WAITS = new Set(["awaiting_approval", "approval_decided", "awaiting_input",
                            "input_received"]);
 
+import { retitle, supersede } from "./versions.js";
+
 let uid = 0;
 const nextUid = () => `c${++uid}`;
 
@@ -222,7 +224,8 @@ export class Store {
     }
     Object.assign(msg, { id: m.id, engineId: m.engine_id, role: m.role, author: m.author,
                          status: m.status, clientId: m.client_id, sending: false,
-                         queued: m.status === "pending", wakesAgent: !!m.wakes_agent });
+                         queued: m.status === "pending", wakesAgent: !!m.wakes_agent,
+                         supersededBy: m.superseded_by_run || null });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
     this._place(msg, { pending: msg.queued });
@@ -530,6 +533,8 @@ const HANDLERS = {
       this._place(msg, { pending: false });
     }
   },
+  messages_superseded(ev) { supersede(this, ev); },
+  title_changed(ev) { retitle(this, ev); },
   agent_mode_changed(ev) {
     if (this.conversation) this.conversation.agent_mode = ev.agent_mode;
     const text = ev.agent_mode === "mention"
