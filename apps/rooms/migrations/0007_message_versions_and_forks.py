@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rooms', '0005_agent_mode_and_waking_messages'),
+        ('rooms', '0006_tool_decision_arguments'),
     ]
 
     operations = [
