@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern
 
 from apps.api.api import api
+from apps.rooms.images import image_upload
 from apps.wiki.services import attachment_save, page_save
+from tests.images import image_bytes
 
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
 MISSING_ID = 999_999
@@ -28,14 +31,16 @@ MISSING_ID = 999_999
 @dataclass(frozen=True)
 class Row:
     """One route: ``statuses`` in the order of :data:`PERSONAS`. ``path`` may end in a query;
-    ``body`` is JSON, or raw bytes; ``names`` fills a placeholder from another id (the files
-    route's ``{path}`` is an attachment's)."""
+    ``body`` is JSON, or raw bytes; ``files``: a multipart form of files instead (name ->
+    bytes); ``names`` fills a placeholder from another id (the files route's ``{path}`` is an
+    attachment's)."""
 
     method: str
     path: str
     statuses: tuple[int, int, int, int, int]
     body: dict[str, Any] | bytes | None = None
     names: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] | None = None
 
 
 PUBLIC = (200, 200, 200, 200, 200)
@@ -66,6 +71,9 @@ MATRIX = [
     Row("GET", "/api/conversations/{conversation_id}/messages?before=p1.1", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.json", READ),
     Row("GET", "/api/conversations/{conversation_id}/export.md", READ),
+    Row("POST", "/api/conversations/{conversation_id}/images", CREATE,
+        files={"file": image_bytes()}),
+    Row("GET", "/api/conversations/{conversation_id}/images/{image_id}", READ),
     Row("GET", WIKI + "/pages", READ),
     Row("GET", WIKI + "/pages/{path}", READ),
     # "author" in the body is ignored: commits are by the caller (tests/integration/wiki)
@@ -99,6 +107,9 @@ def _fill(value: Any, ids: dict[str, int]) -> Any:
 
 def _call(client: Client, row: Row, ids: dict[str, Any]):
     ids = {**ids, **{name: ids[source] for name, source in row.names.items()}}
+    if row.files is not None:
+        return client.post(_fill(row.path, ids), data={
+            name: SimpleUploadedFile(name, data) for name, data in row.files.items()})
     if isinstance(row.body, bytes):
         return client.generic(row.method, _fill(row.path, ids), data=row.body,
                               content_type="application/octet-stream")
@@ -126,9 +137,17 @@ def wiki_ids(acme, alice, settings, tmp_path) -> dict[str, str]:
 
 
 @pytest.fixture
-def ids(acme, globex, room, conversation, wiki_ids) -> dict[str, Any]:
+def image_id(conversation, alice, settings, tmp_path) -> str:
+    """An image alice uploaded to the conversation (in this test's own IMAGES_DIR)."""
+    settings.IMAGES_DIR = tmp_path / "images"
+    return image_upload(conversation=conversation, membership=alice.memberships.get(),
+                        upload=SimpleUploadedFile("a.png", image_bytes())).pk
+
+
+@pytest.fixture
+def ids(acme, globex, room, conversation, wiki_ids, image_id) -> dict[str, Any]:
     return {"team_id": acme.pk, "room_id": room.pk, "conversation_id": conversation.pk,
-            **wiki_ids}
+            "image_id": image_id, **wiki_ids}
 
 
 @pytest.fixture(params=["token", "session"])
