@@ -2,8 +2,10 @@
 
 Client -> server (``docs/protocol.md`` has the full contract):
 
-- ``{"type": "send", "client_id", "text"}``: a message (starts a run, or waits for the next
-  step of the running one); ``client_id`` makes a resend after a reconnect idempotent;
+- ``{"type": "send", "client_id", "text", "attachments"?}``: a message (starts a run, or waits
+  for the next step of the running one); ``client_id`` makes a resend after a reconnect
+  idempotent; ``attachments``: ``[{"kind": "image", "id"}]`` (uploaded images; ``text`` may
+  then be empty);
 - ``{"type": "stop"}``: stop the active run;
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny"}``;
 - ``{"type": "answer", "question_id", "text"}``: answer an AskUser question;
@@ -19,7 +21,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "CLIENT_FRAME",
@@ -28,6 +38,7 @@ __all__ = [
     "AskAgentFrame",
     "CompactFrame",
     "DecideFrame",
+    "ImageAttachment",
     "SendFrame",
     "SetAgentModeFrame",
     "StopFrame",
@@ -52,12 +63,30 @@ def _not_blank(text: str) -> str:
     return text
 
 
+class ImageAttachment(_Frame):
+    """An image uploaded to this conversation (``POST /api/conversations/{id}/images``)."""
+
+    kind: Literal["image"]
+    id: str = Field(min_length=1, max_length=64)
+
+
+Attachment = Annotated[ImageAttachment, Field(discriminator="kind")]
+MAX_ATTACHMENTS = 50
+"""Bounds what pydantic copies; the service refuses past its own limits in plain words
+(``CONFAB_IMAGES_PER_MESSAGE``)."""
+
+
 class SendFrame(_Frame):
     type: Literal["send"]
     client_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
-    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    text: str = Field(default="", max_length=MAX_TEXT)
+    attachments: list[Attachment] = Field(default_factory=list, max_length=MAX_ATTACHMENTS)
 
-    _text = field_validator("text")(_not_blank)
+    @model_validator(mode="after")
+    def _says_something(self) -> SendFrame:
+        if not self.attachments:
+            _not_blank(self.text)  # an image may go without words, nothing else may
+        return self
 
 
 class StopFrame(_Frame):

@@ -48,6 +48,7 @@ from apps.realtime.frames import (
 from apps.realtime.groups import conversation_group, user_group
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.history import messages_page
+from apps.rooms.images import images_attached
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.events import events_after, events_last_seq
@@ -259,10 +260,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         conversation, _ = await database_sync_to_async(conversation_for)(
             membership.user, self.conversation_id)
         match frame:
-            case SendFrame(client_id=client_id, text=text):
+            case SendFrame(client_id=client_id, text=text, attachments=attachments):
+                blocks = await database_sync_to_async(images_attached)(
+                    conversation=conversation, ids=[a.id for a in attachments])
                 result = await database_sync_to_async(message_post)(
                     conversation=conversation, membership=membership, text=text,
-                    client_id=client_id)
+                    client_id=client_id, attachments=blocks)
                 await self.send_json({"type": "ack", "client_id": client_id,
                                       "message_id": result.message.pk,
                                       "queued": result.queued, "run": result.run})

@@ -154,17 +154,25 @@ def _stored_image(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "image" and "id" in block
 
 
-def with_image_data(team_id: int, messages: list[Message]) -> list[Message]:
-    """``messages`` with the bytes of each stored image loaded (base64 ``data``), for the
-    model; an image whose file is gone becomes a line of text saying so."""
+def with_image_data(conversation_id: int, messages: list[Message]) -> list[Message]:
+    """``messages`` (of ``conversation_id``) with the bytes of each stored image loaded
+    (base64 ``data``), for the model; an image whose file is gone becomes a line of text
+    saying so."""
+    team_id = None
     for message in messages:
-        if any(isinstance(b, ImageBlock) and b.id and not b.data for b in message.content):
-            message.content = [_loaded(team_id, b) if isinstance(b, ImageBlock) and b.id
-                               and not b.data else b for b in message.content]
+        if any(_unloaded(b) for b in message.content):
+            team_id = team_id or Conversation.objects.values_list(
+                "room__team_id", flat=True).get(pk=conversation_id)
+            message.content = [_loaded(team_id, b) if _unloaded(b) else b
+                               for b in message.content]
     return messages
 
 
-def _loaded(team_id: int, block: ImageBlock) -> ImageBlock | TextBlock:
+def _unloaded(block: object) -> bool:
+    return isinstance(block, ImageBlock) and block.id is not None and not block.data
+
+
+def _loaded(team_id: int, block: Any) -> ImageBlock | TextBlock:
     try:
         if not _ID.fullmatch(block.id or ""):
             raise FileNotFoundError(block.id)  # only ids this module made name a file

@@ -6,6 +6,7 @@ from typing import Any
 
 from apps.engine.messages import Author
 from apps.engine.messages import Message as EngineMessage
+from apps.rooms.images import shown_content, with_image_data
 from apps.rooms.models import Message, MessageStatus
 
 __all__ = ["engine_message", "history_of", "message_fields", "message_json"]
@@ -30,10 +31,11 @@ def engine_message(row: Message) -> EngineMessage:
 
 
 def history_of(conversation_id: int) -> list[EngineMessage]:
-    """The history the model sees: positioned, not compacted, in order."""
+    """The history the model sees: positioned, not compacted, in order, with its images'
+    bytes."""
     rows = (Message.objects.filter(conversation_id=conversation_id, position__isnull=False,
                                    compacted=False).order_by("position"))
-    return [engine_message(row) for row in rows]
+    return with_image_data(conversation_id, [engine_message(row) for row in rows])
 
 
 def message_fields(message: EngineMessage) -> dict[str, Any]:
@@ -58,7 +60,7 @@ def message_json(row: Message) -> dict[str, Any]:
         "role": row.role,
         "author": ({"id": row.author_id, "name": row.author_name}
                    if row.author_name else None),
-        "content": row.content,
+        "content": shown_content(row.conversation_id, row.content),
         "reasoning_content": row.reasoning_content,
         "status": row.status,
         "client_id": row.client_id,

@@ -3,13 +3,18 @@ and an image is served only as what it is (the isolation rows are in test_isolat
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from apps.api.schemas import TranscriptOut
+from apps.rooms.images import images_attached
 from apps.rooms.models import ConversationImage
+from apps.rooms.services.messages import message_post
 from tests.images import image_bytes
+from tests.integration.api.streams import body
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +134,33 @@ def test_deleting_the_conversation_removes_its_images(conversation, alice, sessi
         assert client.delete(f"/api/conversations/{conversation.pk}").status_code == 204
     assert not ConversationImage.objects.exists()
     assert _stored(images_dir) == []
+
+
+def _message_with_image(conversation, alice, client) -> str:
+    image_id = _upload(client, conversation, image_bytes(2, 2, "GIF")).json()["id"]
+    blocks = images_attached(conversation=conversation, ids=[image_id])
+    message_post(conversation=conversation, membership=alice.memberships.get(), text="look",
+                 client_id="e1", attachments=blocks)
+    return image_id
+
+
+def test_the_json_export_has_the_image_by_id_url_and_type(conversation, alice, session_client,
+                                                          images_dir) -> None:
+    client = session_client(alice)
+    image_id = _message_with_image(conversation, alice, client)
+    doc = json.loads(body(client.get(f"/api/conversations/{conversation.pk}/export.json")))
+    TranscriptOut.model_validate(doc)  # the documented schema is what is sent
+    (message,) = doc["messages"]
+    assert message["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image", "media_type": "image/gif", "id": image_id,
+         "url": f"/api/conversations/{conversation.pk}/images/{image_id}"}]
+
+
+def test_the_markdown_export_links_the_image(conversation, alice, session_client,
+                                             images_dir) -> None:
+    client = session_client(alice)
+    image_id = _message_with_image(conversation, alice, client)
+    text = body(client.get(f"/api/conversations/{conversation.pk}/export.md"))
+    assert (f"*[image: image/gif](</api/conversations/{conversation.pk}/images/{image_id}>)*"
+            in text)
