@@ -96,14 +96,21 @@ def _opened(data: bytes) -> Image.Image:
 
 def fit(block: ImageBlock, limits: ImageLimits) -> ImageBlock:
     """``block`` if it is within ``limits``, else a copy downscaled (aspect kept) and, when
-    its type is not accepted or it is still too large, re-encoded (PNG, then JPEG). The same
-    image and limits are fitted once (memoized): a run sends its history on every call."""
-    return _fit(block.data, block.media_type, limits).model_copy(update={"id": block.id})
+    its type is not accepted or it is still too large, re-encoded (PNG, then JPEG). Bytes
+    Pillow cannot read (a tool's or MCP server's image in another format) go as they came:
+    the provider is the judge of those. The same image and limits are fitted once
+    (memoized): a run sends its history on every call."""
+    try:
+        fitted = _fit(block.data, block.media_type, limits)
+    except (ValueError, OSError, SyntaxError, Image.DecompressionBombError,
+            Image.DecompressionBombWarning):  # ImageRejected and binascii.Error are ValueErrors
+        return block
+    return fitted.model_copy(update={"id": block.id, "url": block.url})
 
 
 @functools.lru_cache(maxsize=64)
 def _fit(data: str, media_type: str, limits: ImageLimits) -> ImageBlock:
-    raw = base64.b64decode(data)
+    raw = base64.b64decode(data, validate=True)
     with _opened(raw) as image:
         animated = getattr(image, "is_animated", False)
         fits = (media_type in limits.media_types and max(image.size) <= limits.max_edge
