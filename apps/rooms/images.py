@@ -17,6 +17,8 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +29,7 @@ from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.images import ImageRejected, sniff
 from apps.engine.messages import ImageBlock, Message, TextBlock
+from apps.integrations.builders import model_for_team, model_reads_images
 from apps.rooms.models import Conversation, ConversationImage
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.access import require_writer
@@ -38,6 +41,7 @@ __all__ = ["image_for", "image_path", "image_upload", "image_url", "images_attac
 logger = logging.getLogger(__name__)
 
 _ID = re.compile(r"[0-9a-f]{32}")
+IMAGE_LEFT_OUT = "[an image was attached here; this model does not read images]"
 
 
 class Upload(Protocol):
@@ -114,11 +118,19 @@ def image_for(*, user: User, conversation_id: int, image_id: str) -> Conversatio
 def images_attached(*, conversation: Conversation, ids: list[str]) -> list[dict[str, Any]]:
     """The ``image`` content blocks of the images ``ids`` (in that order) for a message of
     ``conversation``. Raises ApplicationError ``invalid`` for more than
-    ``CONFAB["IMAGES_PER_MESSAGE"]`` or an id that is not one of this conversation's images
-    (another conversation's or team's answers the same as a missing one)."""
+    ``CONFAB["IMAGES_PER_MESSAGE"]``, an id that is not one of this conversation's images
+    (another conversation's or team's answers the same as a missing one), or when the team's
+    model does not read images (a notice instead of the provider's error later)."""
+    if not ids:
+        return []
     most = settings.CONFAB["IMAGES_PER_MESSAGE"]
     if len(ids) > most:
         raise ApplicationError(ErrorCode.INVALID, f"A message carries at most {most} images.")
+    model = model_for_team(conversation.room.team)
+    if model is not None and not model_reads_images(model):
+        raise ApplicationError(ErrorCode.INVALID, (
+            f"The model {model} does not read images. Send the message without them, or ask "
+            "an admin of the team for a model that reads images."))
     found = {image.pk: image for image in ConversationImage.objects.filter(
         conversation=conversation, pk__in=[i for i in ids if _ID.fullmatch(i)])}
     if missing := [i for i in ids if i not in found]:
@@ -156,16 +168,23 @@ def _stored_image(block: Any) -> bool:
 
 def with_image_data(conversation_id: int, messages: list[Message]) -> list[Message]:
     """``messages`` (of ``conversation_id``) with the bytes of each stored image loaded
-    (base64 ``data``), for the model; an image whose file is gone becomes a line of text
-    saying so."""
-    team_id = None
+    (base64 ``data``), for the model; an image whose file is gone, or every image when the
+    team's model does not read images (it was switched since), becomes a line of text saying
+    so."""
+    load: Callable[[Any], ImageBlock | TextBlock] | None = None
     for message in messages:
         if any(_unloaded(b) for b in message.content):
-            team_id = team_id or Conversation.objects.values_list(
-                "room__team_id", flat=True).get(pk=conversation_id)
-            message.content = [_loaded(team_id, b) if _unloaded(b) else b
-                               for b in message.content]
+            load = load or _loader(conversation_id)
+            message.content = [load(b) if _unloaded(b) else b for b in message.content]
     return messages
+
+
+def _loader(conversation_id: int) -> Callable[[Any], ImageBlock | TextBlock]:
+    conversation = Conversation.objects.select_related("room__team").get(pk=conversation_id)
+    model = model_for_team(conversation.room.team)
+    if model is not None and not model_reads_images(model):
+        return lambda block: TextBlock(text=IMAGE_LEFT_OUT)
+    return partial(_loaded, conversation.room.team_id)
 
 
 def _unloaded(block: object) -> bool:

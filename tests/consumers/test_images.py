@@ -12,8 +12,11 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.accounts.models import Membership, User
-from apps.rooms.images import image_upload
+from apps.integrations.demo import OFFLINE_MODEL
+from apps.integrations.models import ModelConfig
+from apps.rooms.images import IMAGE_LEFT_OUT, image_upload, images_attached
 from apps.rooms.models import Conversation, Message
+from apps.rooms.services.messages import message_post
 from tests.consumers.conftest import connect
 from tests.images import image_bytes
 
@@ -124,4 +127,37 @@ async def test_the_model_gets_the_image_bytes_in_its_own_format(
     ]
     events = [f["event"] for f in a.events]
     assert base64.b64encode(data).decode()[:40] not in repr(events)  # never inline
+    await a.close()
+
+
+async def test_a_model_without_vision_gets_a_notice_instead_of_the_image(
+        alice: User, conversation, images_dir, model) -> None:
+    await ModelConfig.objects.filter(model_id=OFFLINE_MODEL).aupdate(supports_vision=False)
+    image_id = await _upload(conversation, alice, image_bytes())
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "v1", "text": "see",
+                  "attachments": [{"kind": "image", "id": image_id}]})
+    refused = await a.until(lambda f: f["type"] == "error")
+    assert (refused["code"], refused["client_id"]) == ("invalid", "v1")
+    assert refused["message"] == (
+        "The model Offline scripted model does not read images. Send the message without "
+        "them, or ask an admin of the team for a model that reads images.")
+    assert not await Message.objects.filter(conversation=conversation).aexists()
+    await a.close()
+
+
+async def test_images_sent_before_the_model_lost_vision_are_left_out_of_its_requests(
+        alice: User, conversation, images_dir, worker, model_requests) -> None:
+    image_id = await _upload(conversation, alice, image_bytes())
+    blocks = await sync_to_async(images_attached)(conversation=conversation, ids=[image_id])
+    membership = await Membership.objects.aget(user=alice, team_id=conversation.room.team_id)
+    await ModelConfig.objects.filter(model_id=OFFLINE_MODEL).aupdate(supports_vision=False)
+    a, _ = await connect(alice, conversation.pk)
+    await sync_to_async(message_post)(conversation=conversation, membership=membership,
+                                      text="earlier", client_id="o1", attachments=blocks)
+    await a.until_event("run_ended")
+    (request,) = model_requests
+    assert request["messages"][-1]["content"] == [
+        {"type": "text", "text": "[Alice]"}, {"type": "text", "text": "earlier"},
+        {"type": "text", "text": IMAGE_LEFT_OUT}]
     await a.close()
