@@ -33,7 +33,8 @@ def image_json(image: ConversationImage) -> dict[str, object]:
 
 
 @router.post("/conversations/{conversation_id}/images",
-             response={201: ImageOut, WRITE_ERRORS | {413, 415}: ErrorOut})
+             response={201: ImageOut, WRITE_ERRORS | {413, 415}: ErrorOut},
+             url_name="upload_image")
 def upload_image(request: HttpRequest, conversation_id: int,
                  file: File[UploadedFile]) -> Status[dict[str, object]]:
     """Upload an image to attach to a message (``send.attachments``, docs/protocol.md)."""

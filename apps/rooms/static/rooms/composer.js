@@ -1,7 +1,9 @@
 // The composer: Enter sends, Shift+Enter is a new line; "typing" goes out at most every 3 s.
 // It stays usable while the agent runs: a message sent then waits for the run's next step.
-// "@" completes the agent's handles and the team's people (mentions.js).
+// "@" completes the agent's handles and the team's people (mentions.js); images are pasted,
+// dropped or attached (attachments.js).
 
+import { setupAttachments } from "./attachments.js";
 import { setupMentions } from "./mentions.js";
 
 const TYPING_EVERY_MS = 3000;
@@ -27,9 +29,13 @@ function notSent(reason) {
   return interpolate(gettext("Not sent: %(reason)s"), { reason }, true);
 }
 
+export const UPLOADING_TEXT = gettext(
+  "Not sent yet: an image is still uploading — send again in a moment.");
+
 /**
  * Wire `form` (form#composer, `data-max-chars`: the server's CONFAB_MESSAGE_MAX_CHARS):
- * `onSend(text)` for each message; `onTyping()` while typing. Returns `{ focus(),
+ * `onSend(text, images)` for each message (`images`: the attached `{ id, url }`, maybe
+ * none); `onTyping()` while typing. Returns `{ focus(),
  * refused(text, reason) }`: `refused` puts a message the server turned down back in the
  * textarea (unless something new is typed there) and says why under it.
  */
@@ -45,10 +51,16 @@ export function setupComposer(form, { onSend, onTyping }) {
   function say(text) {
     if (status) status.textContent = text;
   }
+  const attachments = setupAttachments(form, say);
 
   function submit() {
     const text = area.value;
-    if (!text.trim()) {
+    if (attachments.busy()) {
+      say(UPLOADING_TEXT);
+      return;
+    }
+    const images = attachments.list();
+    if (!text.trim() && !images.length) {
       say(BLANK_TEXT); // the text stays: the person may have meant to type more
       area.focus();
       return;
@@ -60,8 +72,9 @@ export function setupComposer(form, { onSend, onTyping }) {
       return;
     }
     say("");
-    onSend(text);
+    onSend(images.length ? text.trim() : text, images);
     area.value = "";
+    attachments.clear();
     area.focus();
   }
 

@@ -22,6 +22,12 @@ function clientId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+function sendFrame(id, text, images) {
+  const frame = { type: "send", client_id: id, text };
+  if (images && images.length) frame.attachments = images.map((i) => ({ kind: "image", id: i.id }));
+  return frame;
+}
+
 function pageEnd(root) {
   // How the last run ended, from the server-rendered #run-status (the state frame has no
   // finished run).
@@ -51,9 +57,7 @@ function start(root) {
       }
     },
     onOpen: () => {
-      for (const msg of store.unsent()) {
-        socket.send({ type: "send", client_id: msg.clientId, text: msg.text });
-      }
+      for (const msg of store.unsent()) socket.send(sendFrame(msg.clientId, msg.text, msg.images));
     },
   });
 
@@ -96,10 +100,10 @@ function start(root) {
     return true;
   }
 
-  function send(text) {
+  function send(text, images = []) {
     const id = clientId();
-    store.addLocal(id, text);
-    socket.send({ type: "send", client_id: id, text });
+    store.addLocal(id, text, images);
+    socket.send(sendFrame(id, text, images));
     renderer.schedule();
   }
 
