@@ -11,9 +11,10 @@ provider's documented limits (:class:`ImageLimits`), downscaled or re-encoded wh
 from __future__ import annotations
 
 import base64
-import functools
+import hashlib
 import io
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
@@ -100,16 +101,31 @@ def fit(block: ImageBlock, limits: ImageLimits) -> ImageBlock:
     Pillow cannot read (a tool's or MCP server's image in another format) go as they came:
     the provider is the judge of those. The same image and limits are fitted once
     (memoized): a run sends its history on every call."""
-    try:
-        fitted = _fit(block.data, block.media_type, limits)
-    except (ValueError, OSError, SyntaxError, Image.DecompressionBombError,
-            Image.DecompressionBombWarning):  # ImageRejected and binascii.Error are ValueErrors
+    key = (hashlib.sha256(block.data.encode("ascii", "replace")).digest(), block.media_type,
+           limits)  # a digest, not the text: the cache must not keep megabytes alive
+    if key in _FITTED:
+        fitted = _FITTED[key]
+    else:
+        try:
+            fitted = _fit(block.data, block.media_type, limits)
+        except (ValueError, OSError, SyntaxError, Image.DecompressionBombError,
+                Image.DecompressionBombWarning):  # ImageRejected, binascii.Error: ValueErrors
+            return block
+        _FITTED[key] = fitted
+        while len(_FITTED) > _FITTED_MAX:
+            _FITTED.popitem(last=False)
+    _FITTED.move_to_end(key)
+    if fitted is None:
         return block
     return fitted.model_copy(update={"id": block.id, "url": block.url})
 
 
-@functools.lru_cache(maxsize=64)
-def _fit(data: str, media_type: str, limits: ImageLimits) -> ImageBlock:
+_FITTED: OrderedDict[tuple[bytes, str, ImageLimits], ImageBlock | None] = OrderedDict()
+_FITTED_MAX = 16  # images fitted lately (None: it fits as it is), least recently used go first
+
+
+def _fit(data: str, media_type: str, limits: ImageLimits) -> ImageBlock | None:
+    """The fitted copy of the image, or None when it is within ``limits`` as it is."""
     raw = base64.b64decode(data, validate=True)
     with _opened(raw) as image:
         animated = getattr(image, "is_animated", False)
@@ -117,7 +133,7 @@ def _fit(data: str, media_type: str, limits: ImageLimits) -> ImageBlock:
                 and len(data) <= limits.max_bytes
                 and (limits.animated_gif or not animated))
         if fits:
-            return ImageBlock(media_type=media_type, data=data)
+            return None
         image.seek(0)
         frame = image.convert("RGBA" if _has_alpha(image) else "RGB")
     frame.thumbnail((limits.max_edge, limits.max_edge), Image.Resampling.LANCZOS)
