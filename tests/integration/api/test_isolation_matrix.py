@@ -20,6 +20,7 @@ from django.test import Client
 from django.urls import URLPattern
 
 from apps.api.api import api
+from apps.rooms.images import image_upload
 from apps.wiki.services import attachment_save, page_save
 from tests.images import image_bytes
 
@@ -137,12 +138,7 @@ def wiki_ids(acme, alice, settings, tmp_path) -> dict[str, str]:
 
 @pytest.fixture
 def image_id(conversation, alice, settings, tmp_path) -> str:
-    """An image alice uploaded to the conversation (in this test's own IMAGES_DIR); "" where
-    confab has no images (the matrix then fails on their rows alone)."""
-    try:
-        from apps.rooms.images import image_upload
-    except ImportError:
-        return ""
+    """An image alice uploaded to the conversation (in this test's own IMAGES_DIR)."""
     settings.IMAGES_DIR = tmp_path / "images"
     return image_upload(conversation=conversation, membership=alice.memberships.get(),
                         upload=SimpleUploadedFile("a.png", image_bytes())).pk
