@@ -10,6 +10,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.api.schemas import TranscriptOut
+from apps.rooms.images import images_attached
+from apps.rooms.models import ConversationImage
 from apps.rooms.services.messages import message_post
 from tests.images import image_bytes
 from tests.integration.api.streams import body
@@ -32,12 +34,6 @@ def _upload(client, conversation, data: bytes, *, name: str = "paste.png",
                        data={"file": SimpleUploadedFile(name, data, content_type=content_type)})
 
 
-def _images():
-    """The stored images' rows (imported here, so the tests run, and fail, without them)."""
-    from apps.rooms.models import ConversationImage
-    return ConversationImage.objects
-
-
 def _stored(images_dir: Path) -> list[Path]:
     return [p for p in images_dir.rglob("*") if p.is_file()] if images_dir.exists() else []
 
@@ -55,7 +51,7 @@ def test_an_upload_is_kept_as_the_type_its_bytes_are(fmt, media_type, conversati
                     "url": f"/api/conversations/{conversation.pk}/images/{body['id']}"}
     path = images_dir / str(conversation.room.team_id) / body["id"]
     assert path.read_bytes() == data
-    image = _images().get(pk=body["id"])
+    image = ConversationImage.objects.get(pk=body["id"])
     assert (image.conversation, image.uploaded_by, image.size) == (conversation, bob, len(data))
 
 
@@ -83,7 +79,7 @@ def test_another_type_is_415_and_nothing_is_stored(data, name, conversation, bob
     response = _upload(session_client(bob), conversation, data, name=name)
     assert response.status_code == 415, response.content
     assert response.json()["code"] == "unsupported_type"
-    assert not _images().exists()
+    assert not ConversationImage.objects.exists()
     assert _stored(images_dir) == []
 
 
@@ -94,7 +90,7 @@ def test_an_image_over_the_size_is_413_and_nothing_is_stored(conversation, bob, 
     response = _upload(session_client(bob), conversation, data)
     assert response.status_code == 413
     assert response.json()["code"] == "too_large"
-    assert not _images().exists()
+    assert not ConversationImage.objects.exists()
     assert _stored(images_dir) == []
     settings.CONFAB = {**settings.CONFAB, "IMAGE_MAX_BYTES": len(data)}
     assert _upload(session_client(bob), conversation, data).status_code == 201  # at the limit
@@ -107,7 +103,7 @@ def test_a_damaged_image_is_400_and_nothing_is_stored(data, conversation, bob, s
     response = _upload(session_client(bob), conversation, data)
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "invalid"
-    assert not _images().exists()
+    assert not ConversationImage.objects.exists()
     assert _stored(images_dir) == []
 
 
@@ -136,13 +132,11 @@ def test_deleting_the_conversation_removes_its_images(conversation, alice, sessi
     _upload(client, conversation, image_bytes())
     with django_capture_on_commit_callbacks(execute=True):
         assert client.delete(f"/api/conversations/{conversation.pk}").status_code == 204
-    assert not _images().exists()
+    assert not ConversationImage.objects.exists()
     assert _stored(images_dir) == []
 
 
 def _message_with_image(conversation, alice, client) -> str:
-    from apps.rooms.images import images_attached  # here: the file runs without the feature
-
     image_id = _upload(client, conversation, image_bytes(2, 2, "GIF")).json()["id"]
     blocks = images_attached(conversation=conversation, ids=[image_id])
     message_post(conversation=conversation, membership=alice.memberships.get(), text="look",
