@@ -38,6 +38,12 @@ DATA_DIR = env_path("CONFAB_DATA_DIR", Path.home() / ".local" / "share" / "confa
 WORKSPACES_DIR = env_path("CONFAB_WORKSPACES_DIR", DATA_DIR / "workspaces")
 # One bare git repository per team (<team id>.git) and the read-only snapshots runs see.
 WIKI_DIR = env_path("CONFAB_WIKI_DIR", DATA_DIR / "wiki")
+# Images people attach to messages, per team (<team id>/<image id>): never inside a workspace,
+# where the agent's tools could read or replace another conversation's images.
+IMAGES_DIR = env_path("CONFAB_IMAGES_DIR", DATA_DIR / "images")
+if IMAGES_DIR.resolve().is_relative_to(WORKSPACES_DIR.resolve()) or \
+        WORKSPACES_DIR.resolve().is_relative_to(IMAGES_DIR.resolve()):
+    raise EnvError(f"CONFAB_IMAGES_DIR={IMAGES_DIR} overlaps the workspaces ({WORKSPACES_DIR})")
 
 
 def _generated_secret(name: str, make: str) -> str:
@@ -288,6 +294,9 @@ CONFAB = {
     "WIKI_PAGE_BYTES": env_int("CONFAB_WIKI_PAGE_BYTES", 512 * 1024),
     "WIKI_ATTACHMENT_BYTES": env_int("CONFAB_WIKI_ATTACHMENT_BYTES", 10 * 1024 * 1024),
     "WIKI_QUOTA_BYTES": env_int("CONFAB_WIKI_QUOTA_BYTES", 512 * 1024 * 1024),
+    # Images attached to messages: the largest upload (bytes) and the most per message.
+    "IMAGE_MAX_BYTES": env_int("CONFAB_IMAGE_MAX_BYTES", 10 * 1024 * 1024),
+    "IMAGES_PER_MESSAGE": env_int("CONFAB_IMAGES_PER_MESSAGE", 8),
     "WIKI_GIT_BACKENDS": env_int("CONFAB_WIKI_GIT_BACKENDS", 4),  # clones at once per process
     # The offline model server `manage.py serve` starts beside Daphne.
     "FAKELLM_URL": env_str("CONFAB_FAKELLM_URL", "http://127.0.0.1:8001"),

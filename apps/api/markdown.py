@@ -166,7 +166,9 @@ def _block(block: dict[str, Any]) -> str:
     if kind == "redacted_thinking":
         return "*Thinking redacted by the provider.*"
     if kind == "image":
-        return f"*[image: {_escape(block.get('media_type', ''))}]*"
+        label = f"image: {_escape(block.get('media_type', ''))}"
+        url = block.get("url")  # an uploaded image's (apps.rooms.images); never its bytes
+        return f"*[{label}](<{url}>)*" if _local(url) else f"*[{label}]*"
     if kind == "tool_use":
         return (f"**Tool call** {_code(block['name'])} · {_code(block['id'])}\n\n"
                 + _fenced(_json(block.get("input", {})), "json"))

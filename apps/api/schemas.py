@@ -23,6 +23,7 @@ __all__ = [
     "ConversationRenameIn",
     "ErrorOut",
     "ForkOrigin",
+    "ImageOut",
     "PersonRef",
     "RoomCreateIn",
     "RoomMessage",
@@ -34,7 +35,8 @@ __all__ = [
 
 class ErrorOut(Schema):
     """Every refusal: ``code`` from a closed list (not_authenticated, not_found, forbidden,
-    conflict, invalid, rate_limited, too_large, unavailable) and a human ``message``."""
+    conflict, invalid, rate_limited, too_large, unsupported_type, unavailable) and a human
+    ``message``."""
 
     code: str
     message: str
@@ -45,6 +47,17 @@ READ_ERRORS = frozenset({400, 401, 404})
 
 WRITE_ERRORS = frozenset({400, 401, 403, 404, 409})
 """Statuses a write can refuse with (as :class:`ErrorOut`)."""
+
+
+class ImageOut(Schema):
+    """An uploaded image: attach it with ``send.attachments: [{"kind": "image", "id"}]``;
+    ``url`` serves it to the team's members; ``width`` and ``height`` in pixels."""
+
+    id: str
+    url: str
+    media_type: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+    width: int
+    height: int
 
 
 class PersonRef(Schema):

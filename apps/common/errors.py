@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     INVALID = "invalid"
     RATE_LIMITED = "rate_limited"
     TOO_LARGE = "too_large"
+    UNSUPPORTED_TYPE = "unsupported_type"
     UNAVAILABLE = "unavailable"
 
 
@@ -34,6 +35,7 @@ _STATUS = {
     ErrorCode.INVALID: 400,
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.TOO_LARGE: 413,
+    ErrorCode.UNSUPPORTED_TYPE: 415,
     ErrorCode.UNAVAILABLE: 503,
 }
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 __all__ = [
     "Author",
@@ -55,11 +62,25 @@ class TextBlock(_Model):
 
 
 class ImageBlock(_Model):
-    """An image, as base64 ``data`` with its ``media_type`` (e.g. "image/png")."""
+    """An image, as base64 ``data`` with its ``media_type`` (e.g. "image/png").
+
+    ``id``: the host's id of an image it stores (a person's upload). Such a block is stored and
+    shown by id: its ``data`` is left out when it is serialized, and the host loads it again
+    before the block goes to a provider. ``url``: where the host serves such an image, in what
+    clients are shown (never sent to a provider)."""
 
     type: Literal["image"] = "image"
     media_type: str
-    data: str
+    data: str = ""
+    id: str | None = None
+    url: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _by_id(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped = handler(self)
+        if self.id is not None:
+            dumped.pop("data", None)  # never inline: the host has the bytes
+        return dumped
 
 
 class ThinkingBlock(_Model):

@@ -120,7 +120,8 @@ class ModelConfigForm(forms.ModelForm):
     class Meta:
         model = ModelConfig
         fields = ("provider", "model_id", "display_name", "context_window",
-                  "max_output_tokens", "extend_params", "default_reasoning", "enabled")
+                  "max_output_tokens", "extend_params", "default_reasoning", "supports_vision",
+                  "enabled")
 
     def clean_extend_params(self) -> list[str]:
         """A list of ReasoningParams field names: the controls the UI shows."""
@@ -148,7 +149,7 @@ class ModelConfigForm(forms.ModelForm):
 class ModelConfigAdmin(admin.ModelAdmin):
     form = ModelConfigForm
     list_display = ("model_id", "display_name", "provider", "context_window",
-                    "max_output_tokens", "enabled")
+                    "max_output_tokens", "supports_vision", "enabled")
     list_filter = ("provider", "enabled")
     search_fields = ("model_id", "display_name")
     list_select_related = ("provider",)

@@ -23,13 +23,14 @@ from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.messages import ReasoningParams
 from apps.engine.providers import PROTOCOLS, provider_class
 from apps.engine.providers.base import ProviderSettings
-from apps.engine.providers.profiles import PROFILES
+from apps.engine.providers.profiles import PROFILES, profile_for
 from apps.engine.providers.retry import RetryingProvider
 from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
 
 __all__ = [
     "ProviderPool",
     "model_for_team",
+    "model_reads_images",
     "provider_for",
     "provider_pool",
     "provider_settings",
@@ -110,6 +111,20 @@ def model_for_team(team: Team) -> ModelConfig | None:
     choice = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
     chosen = usable.filter(pk__in=choice).select_related("provider").first()
     return chosen or usable.select_related("provider").order_by("pk").first()
+
+
+def model_reads_images(model: ModelConfig) -> bool:
+    """Whether requests to ``model`` may carry images: its ``supports_vision``, and for an
+    OpenAI-compatible server its profile's ``accepts_images`` (DeepSeek takes none)."""
+    if not model.supports_vision:
+        return False
+    provider = model.provider
+    if provider.kind != "openai":
+        return True
+    try:
+        return profile_for(provider.profile or None, provider.base_url).accepts_images
+    except ValueError:  # an unknown profile: validate_provider refuses the run itself
+        return True
 
 
 def reasoning_params(data: Any) -> ReasoningParams | None:

@@ -48,7 +48,8 @@ class ProviderConfig(TimeStampedModel):
 class ModelConfig(TimeStampedModel):
     """A model of a provider. ``context_window`` and ``max_output_tokens`` (tokens) drive the
     context gauge and compaction; ``extend_params`` lists the reasoning controls the UI shows
-    (names of ReasoningParams fields); ``default_reasoning`` is a ReasoningParams object."""
+    (names of ReasoningParams fields); ``default_reasoning`` is a ReasoningParams object;
+    ``supports_vision``: it reads images (people's attachments)."""
 
     provider = models.ForeignKey(ProviderConfig, on_delete=models.CASCADE, related_name="models")
     model_id = models.CharField(max_length=200)
@@ -57,6 +58,9 @@ class ModelConfig(TimeStampedModel):
     max_output_tokens = models.PositiveIntegerField(default=8_192)
     extend_params = models.JSONField(default=list, blank=True)
     default_reasoning = models.JSONField(default=dict, blank=True)
+    supports_vision = models.BooleanField(
+        default=True, help_text="The model reads images. Off: a message with images is "
+        "refused with a notice in the room, and earlier images are left out of its requests.")
     enabled = models.BooleanField(default=True)
 
     class Meta:

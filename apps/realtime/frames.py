@@ -4,8 +4,10 @@ Client -> server (``docs/protocol.md`` has the full contract):
 
 - ``{"type": "send", "client_id", "text", "attachments"?}``: a message (starts a run, or waits
   for the next step of the running one); ``client_id`` makes a resend after a reconnect
-  idempotent; ``attachments``: ``[{"kind": "mcp_resource", "server", "uri"}]``; ``prompt``:
-  ``{"server", "name", "arguments"}``, an MCP prompt expanded into the message;
+  idempotent; ``attachments``: ``[{"kind": "mcp_resource", "server", "uri"}]`` (a resource
+  read when the message is sent) or ``[{"kind": "image", "id"}]`` (an uploaded image; ``text``
+  may then be empty); ``prompt``: ``{"server", "name", "arguments"}``, an MCP prompt expanded
+  into the message;
 - ``{"type": "prompts"}``: list the team's MCP prompts (answered with a ``prompts`` frame);
 - ``{"type": "stop"}``: stop the active run;
 - ``{"type": "decide", "tool_call_id", "decision": "approve" | "deny", "arguments"?}``
@@ -26,7 +28,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "CLIENT_FRAME",
@@ -35,6 +45,7 @@ __all__ = [
     "AskAgentFrame",
     "CompactFrame",
     "DecideFrame",
+    "ImageAttachment",
     "McpResourceAttachment",
     "PromptRef",
     "PromptsFrame",
@@ -72,8 +83,17 @@ class McpResourceAttachment(_Frame):
     uri: str = Field(min_length=1, max_length=2000)
 
 
-Attachment = Annotated[McpResourceAttachment, Field(discriminator="kind")]
-MAX_ATTACHMENTS = 10
+class ImageAttachment(_Frame):
+    """An image uploaded to this conversation (``POST /api/conversations/{id}/images``)."""
+
+    kind: Literal["image"]
+    id: str = Field(min_length=1, max_length=64)
+
+
+Attachment = Annotated[McpResourceAttachment | ImageAttachment, Field(discriminator="kind")]
+MAX_ATTACHMENTS = 50
+"""Bounds what pydantic copies; the service refuses past its own limits in plain words
+(``CONFAB_IMAGES_PER_MESSAGE``)."""
 
 
 class PromptRef(_Frame):
@@ -87,11 +107,15 @@ class PromptRef(_Frame):
 class SendFrame(_Frame):
     type: Literal["send"]
     client_id: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")
-    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    text: str = Field(default="", max_length=MAX_TEXT)
     attachments: list[Attachment] = Field(default_factory=list, max_length=MAX_ATTACHMENTS)
     prompt: PromptRef | None = None
 
-    _text = field_validator("text")(_not_blank)
+    @model_validator(mode="after")
+    def _says_something(self) -> SendFrame:
+        if not self.attachments:
+            _not_blank(self.text)  # an image may go without words, nothing else may
+        return self
 
 
 class PromptsFrame(_Frame):

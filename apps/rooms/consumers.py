@@ -38,6 +38,8 @@ from apps.realtime.frames import (
     DecideFrame,
     ElicitFrame,
     HistoryFrame,
+    ImageAttachment,
+    McpResourceAttachment,
     PromptsFrame,
     RenameFrame,
     SendFrame,
@@ -52,6 +54,7 @@ from apps.realtime.groups import conversation_group, user_group
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
+from apps.rooms.images import images_attached
 from apps.rooms.models import Conversation
 from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for
@@ -269,7 +272,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                            prompt=prompt):
                 team, user = conversation.room.team, membership.user
                 blocks = (await expand_prompt(team, user, prompt) if prompt else [])
-                blocks += await read_attachments(team, user, attachments)
+                blocks += await read_attachments(team, user, [
+                    a for a in attachments if isinstance(a, McpResourceAttachment)])
+                blocks += await database_sync_to_async(images_attached)(
+                    conversation=conversation,
+                    ids=[a.id for a in attachments if isinstance(a, ImageAttachment)])
                 result = await database_sync_to_async(message_post)(
                     conversation=conversation, membership=membership, text=text,
                     client_id=client_id, attachments=blocks)

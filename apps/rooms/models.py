@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -220,3 +222,27 @@ class ConversationEvent(models.Model):
         # The last event of a kind (todos, usage, ...) without reading the log's tail.
         indexes = [models.Index(fields=["conversation", "kind", "seq"],
                                 name="event_kind_order")]
+
+
+def _image_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ConversationImage(models.Model):
+    """An image a member uploaded to a conversation, to attach to a message (issue 18).
+
+    ``id``: 32 hex digits (random: an id says nothing about others). The bytes live in
+    ``settings.IMAGES_DIR/<team id>/<id>`` (:mod:`apps.rooms.images`); ``media_type``,
+    ``width`` and ``height`` (pixels) are what the bytes turned out to be, ``size`` in bytes.
+    """
+
+    id = models.CharField(primary_key=True, max_length=32, default=_image_id, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
+                                     related_name="images")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    media_type = models.CharField(max_length=20)
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    size = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)

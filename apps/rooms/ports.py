@@ -13,6 +13,7 @@ from apps.engine.mcp import ElicitationAnswer, ElicitationRequest
 from apps.engine.messages import ToolCall
 from apps.engine.ports import ApprovalDecision, Taken, UserAnswer
 from apps.integrations.policy import needs_approval
+from apps.rooms.images import with_image_data
 from apps.rooms.models import Message, MessageStatus
 from apps.rooms.transcript import engine_message
 
@@ -38,8 +39,9 @@ class PendingMessages:
         (``Message.wakes_agent``: always so in an ``always`` conversation)."""
         rows = await database_sync_to_async(self._take)()
         self.taken_ids.extend(row.pk for row in rows)
-        return Taken(messages=[engine_message(row) for row in rows],
-                     steer=any(row.wakes_agent for row in rows))
+        messages = await database_sync_to_async(with_image_data)(
+            self.conversation_id, [engine_message(row) for row in rows])
+        return Taken(messages=messages, steer=any(row.wakes_agent for row in rows))
 
     def _take(self) -> list[Message]:
         with transaction.atomic():

@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 
 from apps.engine.messages import Author
 from apps.engine.messages import Message as EngineMessage
+from apps.rooms.images import shown_content, with_image_data
 from apps.rooms.models import Message, MessageStatus
 
 __all__ = ["engine_message", "history_of", "history_rows", "message_fields", "message_json"]
@@ -40,8 +41,10 @@ def history_rows(conversation_id: int) -> QuerySet[Message]:
 
 
 def history_of(conversation_id: int) -> list[EngineMessage]:
-    """The history the model sees (:func:`history_rows`) in the engine's form."""
-    return [engine_message(row) for row in history_rows(conversation_id)]
+    """The history the model sees (:func:`history_rows`) in the engine's form, with its
+    images' bytes."""
+    return with_image_data(conversation_id,
+                           [engine_message(row) for row in history_rows(conversation_id)])
 
 
 def message_fields(message: EngineMessage) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def message_json(row: Message) -> dict[str, Any]:
         "role": row.role,
         "author": ({"id": row.author_id, "name": row.author_name}
                    if row.author_name else None),
-        "content": row.content,
+        "content": shown_content(row.conversation_id, row.content),
         "reasoning_content": row.reasoning_content,
         "status": row.status,
         "client_id": row.client_id,

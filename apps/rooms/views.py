@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -164,6 +165,8 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         "membership": membership,
         "can_write": membership.role_enum.can_write,
         "message_max_chars": message_max_chars(),
+        "image_max_bytes": settings.CONFAB["IMAGE_MAX_BYTES"],
+        "images_per_message": settings.CONFAB["IMAGES_PER_MESSAGE"],
         "mention_names": json.dumps(_mention_names(found.room.team)),
         "mcp_servers": [s.name for s in team_mcp_servers(found.room.team)],
         "socket_path": f"/ws/conversations/{found.pk}/",

@@ -17,7 +17,7 @@ Request rules (https://platform.openai.com/docs/api-reference/chat/create):
 - Reasoning artefacts: ``reasoning_content`` goes back only to profiles that want it, and then on
   every assistant message while thinking is on (DeepSeek, case 030); Anthropic thinking,
   redacted thinking, server-tool blocks and Gemini signatures are dropped (REASONING-ROUNDTRIP).
-- Images as ``image_url`` data URLs.
+- Images as ``image_url`` data URLs, within :data:`IMAGE_LIMITS`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import httpx2
 
+from apps.engine.images import ImageLimits, fit
 from apps.engine.messages import (
     ChatRequest,
     ImageBlock,
@@ -45,6 +46,7 @@ from apps.engine.providers.openai_stream import OpenAITranslator
 from apps.engine.providers.profiles import Profile, profile_for
 
 __all__ = [
+    "IMAGE_LIMITS",
     "OpenAICompatProvider",
     "OpenAITranslator",
     "asked_thinking",
@@ -56,6 +58,12 @@ __all__ = [
 
 _NO_RESULT = "(no result: the tool call did not complete)"
 _IMAGE_OMITTED = "[image omitted: this model does not accept images]"
+IMAGE_LIMITS = ImageLimits(max_edge=2048, max_bytes=5 * 1024 * 1024,
+                           media_types=frozenset({"image/png", "image/jpeg", "image/webp",
+                                                  "image/gif"}), animated_gif=False)
+"""https://platform.openai.com/docs/guides/images-vision: PNG, JPEG, WebP and non-animated GIF;
+at most 50 MB a request; high detail fits an image into 2048 x 2048 first, so nothing larger is
+sent. 5 MB an image keeps a message of 8 images under the request's limit."""
 
 
 class OpenAICompatProvider(HttpProvider):
@@ -302,9 +310,14 @@ def _user_content(message: Message, profile: Profile) -> str | list[dict[str, An
                            for b in blocks)
     return [
         {"type": "text", "text": b.text} if isinstance(b, TextBlock)
-        else {"type": "image_url", "image_url": {"url": f"data:{b.media_type};base64,{b.data}"}}
+        else _image_url(fit(b, IMAGE_LIMITS))
         for b in blocks
     ]
+
+
+def _image_url(block: ImageBlock) -> dict[str, Any]:
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{block.media_type};base64,{block.data}"}}
 
 
 def _joined_text(message: Message) -> str:

@@ -62,8 +62,9 @@ def require_message_rate(conversation: Conversation, user: User) -> None:
 def message_post(*, conversation: Conversation, membership: Membership, text: str,
                  client_id: str, attachments: list[dict[str, Any]] | None = None) -> PostResult:
     """Store ``text`` from the member, followed by ``attachments`` (content blocks, already
-    read: :mod:`apps.rooms.attachments`); start a run or queue it for the running one. Raises
-    ApplicationError: ``forbidden`` (a viewer), ``too_large``
+    read: :mod:`apps.rooms.attachments`; images checked:
+    :func:`apps.rooms.images.images_attached`); start a run or queue it for the running one.
+    Raises ApplicationError: ``forbidden`` (a viewer), ``too_large``
     (:func:`~apps.rooms.services.limits.require_fits`),
     ``rate_limited``."""
     require_writer(membership)
@@ -76,7 +77,7 @@ def message_post(*, conversation: Conversation, membership: Membership, text: st
     require_message_rate(conversation, user)
     try:
         with transaction.atomic():
-            return _post(conversation, user, text, attachments or [], client_id)
+            return _post(conversation, user, text, client_id, attachments or [])
     except IntegrityError:  # the same client_id raced in from another socket of this person
         return _resent(mine.get())
 
@@ -101,13 +102,14 @@ def _wakes_agent(conversation: Conversation, text: str) -> bool:
     return mode == AgentMode.ALWAYS or mentions_agent(text, conversation.room.team.agent_handle)
 
 
-def _post(conversation: Conversation, user: User, text: str,
-          attachments: list[dict[str, Any]], client_id: str) -> PostResult:
+def _post(conversation: Conversation, user: User, text: str, client_id: str,
+          attachments: list[dict[str, Any]]) -> PostResult:
     conversation_lock(conversation.pk)
     wakes = _wakes_agent(conversation, text)
+    words = [{"type": "text", "text": text}] if text else []  # providers refuse empty text
     message = Message.objects.create(
         conversation=conversation, role="user", author=user, author_name=user.shown_name,
-        content=[{"type": "text", "text": text}, *attachments], status=MessageStatus.PENDING,
+        content=[*words, *attachments], status=MessageStatus.PENDING,
         client_id=client_id, wakes_agent=wakes)
     run = _start_run(conversation, user) if wakes else None
     if run is not None or (not wakes and active_run(conversation) is None):

@@ -16,6 +16,7 @@ from django.utils import timezone
 from apps.accounts.models import Membership, Team, User
 from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.rooms.images import images_delete
 from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append
@@ -145,7 +146,8 @@ def conversation_archive(*, conversation: Conversation, by: User) -> Conversatio
 
 
 def conversation_delete(*, conversation: Conversation, by: User) -> None:
-    """Delete ``conversation`` with its transcript, runs, events and workspace directory.
+    """Delete ``conversation`` with its transcript, runs, events, workspace directory and
+    images.
 
     Only its creator or a team owner/admin may (``forbidden``); refused with ``conflict`` while a
     run is active (its worker still writes the transcript and the workspace).
@@ -158,9 +160,11 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
     path = workspace_path(conversation)
     with transaction.atomic():
         conversation_lock(conversation.pk)  # no run can start between the check and the delete
+        images = list(conversation.images.values_list("pk", flat=True))
         if Run.objects.filter(conversation=conversation,
                               status__in=ACTIVE_RUN_STATUSES).exists():
             raise ApplicationError(ErrorCode.CONFLICT,
                                    "A run is active: stop it before deleting the conversation.")
         conversation.delete()
     transaction.on_commit(partial(workspace_delete, path), robust=True)
+    transaction.on_commit(partial(images_delete, conversation.room.team_id, images), robust=True)

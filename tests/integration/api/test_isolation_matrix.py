@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern
 
 from apps.api.api import api
+from apps.rooms.images import image_upload
 from apps.rooms.models import Message
 from apps.wiki.services import attachment_save, page_save
+from tests.images import image_bytes
 
 PERSONAS = ("anonymous", "charlie", "carol", "bob", "alice")
 MISSING_ID = 999_999
@@ -29,14 +32,16 @@ MISSING_ID = 999_999
 @dataclass(frozen=True)
 class Row:
     """One route: ``statuses`` in the order of :data:`PERSONAS`. ``path`` may end in a query;
-    ``body`` is JSON, or raw bytes; ``names`` fills a placeholder from another id (the files
-    route's ``{path}`` is an attachment's)."""
+    ``body`` is JSON, or raw bytes; ``files``: a multipart form of files instead (name ->
+    bytes); ``names`` fills a placeholder from another id (the files route's ``{path}`` is an
+    attachment's)."""
 
     method: str
     path: str
     statuses: tuple[int, int, int, int, int]
     body: dict[str, Any] | bytes | None = None
     names: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] | None = None
 
 
 PUBLIC = (200, 200, 200, 200, 200)
@@ -73,6 +78,9 @@ MATRIX = [
     Row("POST", "/api/conversations/{conversation_id}/messages/{message_id}/edit",
         (401, 404, 403, 403, 201), {"text": "Edited"}),
     Row("POST", "/api/conversations/{conversation_id}/regenerate", CREATE),
+    Row("POST", "/api/conversations/{conversation_id}/images", CREATE,
+        files={"file": image_bytes()}),
+    Row("GET", "/api/conversations/{conversation_id}/images/{image_id}", READ),
     Row("GET", WIKI + "/pages", READ),
     Row("GET", WIKI + "/pages/{path}", READ),
     # "author" in the body is ignored: commits are by the caller (tests/integration/wiki)
@@ -106,6 +114,9 @@ def _fill(value: Any, ids: dict[str, int]) -> Any:
 
 def _call(client: Client, row: Row, ids: dict[str, Any]):
     ids = {**ids, **{name: ids[source] for name, source in row.names.items()}}
+    if row.files is not None:
+        return client.post(_fill(row.path, ids), data={
+            name: SimpleUploadedFile(name, data) for name, data in row.files.items()})
     if isinstance(row.body, bytes):
         return client.generic(row.method, _fill(row.path, ids), data=row.body,
                               content_type="application/octet-stream")
@@ -142,9 +153,17 @@ def message_id(conversation, alice) -> int:
 
 
 @pytest.fixture
-def ids(acme, globex, room, conversation, message_id, wiki_ids) -> dict[str, Any]:
+def image_id(conversation, alice, settings, tmp_path) -> str:
+    """An image alice uploaded to the conversation (in this test's own IMAGES_DIR)."""
+    settings.IMAGES_DIR = tmp_path / "images"
+    return image_upload(conversation=conversation, membership=alice.memberships.get(),
+                        upload=SimpleUploadedFile("a.png", image_bytes())).pk
+
+
+@pytest.fixture
+def ids(acme, globex, room, conversation, message_id, wiki_ids, image_id) -> dict[str, Any]:
     return {"team_id": acme.pk, "room_id": room.pk, "conversation_id": conversation.pk,
-            "message_id": message_id, **wiki_ids}
+            "message_id": message_id, "image_id": image_id, **wiki_ids}
 
 
 @pytest.fixture(params=["token", "session"])

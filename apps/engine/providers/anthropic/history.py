@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from apps.engine.images import MEDIA_TYPES, ImageLimits, fit
 from apps.engine.messages import (
     ContentBlock,
     ImageBlock,
@@ -39,9 +40,15 @@ from apps.engine.messages import (
     ToolUseBlock,
 )
 
-__all__ = ["CONTINUE", "NOT_EXECUTED", "serialize_history"]
+__all__ = ["CONTINUE", "IMAGE_LIMITS", "NOT_EXECUTED", "serialize_history"]
 
 CONTINUE = "Continue."
+IMAGE_LIMITS = ImageLimits(max_edge=1568, max_bytes=5 * 1024 * 1024,
+                           media_types=frozenset(MEDIA_TYPES.values()))
+"""https://platform.claude.com/docs/en/build-with-claude/vision: JPEG, PNG, GIF and WebP; at
+most 5 MB an image (of base64: the API counts the encoded text); 8000 x 8000 px (2000 x 2000
+with more than 20 images); a long edge over 1568 px is scaled down by the API anyway, so it is
+scaled here, where it costs no upload and no latency."""
 NOT_EXECUTED = "This tool call was not executed."
 
 
@@ -185,6 +192,7 @@ def _text(text: str) -> dict[str, Any]:
 
 
 def _image(block: ImageBlock) -> dict[str, Any]:
+    block = fit(block, IMAGE_LIMITS)
     source = {"type": "base64", "media_type": block.media_type, "data": block.data}
     return {"type": "image", "source": source}
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from apps.engine.images import ImageLimits, fit
 from apps.engine.messages import (
     ChatRequest,
     ImageBlock,
@@ -41,7 +42,15 @@ from apps.engine.messages import (
 from apps.engine.providers.gemini.thinking import is_gemini3, thinking_config
 from apps.engine.providers.schema import to_gemini_parameters
 
-__all__ = ["SERVER_TOOLS", "SKIP_SIGNATURE", "build_body", "contents_of", "tools_of"]
+__all__ = ["IMAGE_LIMITS", "SERVER_TOOLS", "SKIP_SIGNATURE", "build_body", "contents_of",
+           "tools_of"]
+
+IMAGE_LIMITS = ImageLimits(max_edge=3072, max_bytes=2 * 1024 * 1024,
+                           media_types=frozenset({"image/png", "image/jpeg", "image/webp"}))
+"""https://ai.google.dev/gemini-api/docs/image-understanding: PNG, JPEG, WebP, HEIC and HEIF
+(no GIF: its first frame goes as PNG); inline data makes a request of at most 20 MB in all, so
+an image gets 2 MB of base64 (8 of them leave room for the rest). Gemini scales and tiles large
+images itself; 3072 px is this adapter's own bound on the long edge, to keep the bytes down."""
 
 SERVER_TOOLS = {
     "web_search": "google_search",  # https://ai.google.dev/gemini-api/docs/google-search
@@ -236,8 +245,8 @@ class _History:
                 return self._function_call(block, own)
             case ServerToolBlock(raw=raw) if own and any(k in raw for k in _SERVER_PART_KEYS):
                 return dict(raw)
-            case ImageBlock(media_type=media_type, data=data):
-                return {"inlineData": {"mimeType": media_type, "data": data}}
+            case ImageBlock():
+                return _inline(block)
             case _:  # other protocols' thinking, redacted thinking and server tools
                 return None
 
@@ -260,8 +269,8 @@ class _History:
             match block:
                 case TextBlock(text=text) if text:
                     parts.append({"text": text})
-                case ImageBlock(media_type=media_type, data=data):
-                    parts.append({"inlineData": {"mimeType": media_type, "data": data}})
+                case ImageBlock():
+                    parts.append(_inline(block))
                 case ToolResultBlock():
                     parts.extend(self._function_response(block))
                 case _:
@@ -281,8 +290,13 @@ class _History:
         part = {"functionResponse": response}
         self.owner[id(part)] = block.tool_use_id
         images = block.content if isinstance(block.content, list) else []
-        return [part, *({"inlineData": {"mimeType": i.media_type, "data": i.data}}
-                        for i in images if isinstance(i, ImageBlock))]
+        return [part, *(_inline(i) for i in images if isinstance(i, ImageBlock))]
+
+
+def _inline(block: ImageBlock) -> dict[str, Any]:
+    """An image as an ``inlineData`` part, within :data:`IMAGE_LIMITS`."""
+    block = fit(block, IMAGE_LIMITS)
+    return {"inlineData": {"mimeType": block.media_type, "data": block.data}}
 
 
 def _signed(part: dict[str, Any], signature: str | None) -> dict[str, Any]:

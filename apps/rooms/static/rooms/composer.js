@@ -1,7 +1,9 @@
 // The composer: Enter sends, Shift+Enter is a new line; "typing" goes out at most every 3 s.
 // It stays usable while the agent runs: a message sent then waits for the run's next step.
-// "@" completes the agent's handles and the team's people (mentions.js).
+// "@" completes the agent's handles and the team's people (mentions.js); images are pasted,
+// dropped or attached (attachments.js).
 
+import { setupAttachments } from "./attachments.js";
 import { setupMentions } from "./mentions.js";
 
 const TYPING_EVERY_MS = 3000;
@@ -27,7 +29,10 @@ function notSent(reason) {
   return interpolate(gettext("Not sent: %(reason)s"), { reason }, true);
 }
 
-function setupAttachments(form) {
+export const UPLOADING_TEXT = gettext(
+  "Not sent yet: an image is still uploading — send again in a moment.");
+
+function setupResources(form) {
   // "Attach a resource": a team MCP server's resource (server, URI) goes with the next
   // message; the server reads it when the message is sent. Chips show what is attached.
   const list = form.querySelector("#composer-attachments");
@@ -182,8 +187,9 @@ function setupPrompts(form, area, requestPrompts) {
 
 /**
  * Wire `form` (form#composer, `data-max-chars`: the server's CONFAB_MESSAGE_MAX_CHARS):
- * `onSend(text, attachments, prompt)` for each message (attachments: `[{kind: "mcp_resource",
- * server, uri}]`, maybe empty; prompt: `{server, name, arguments}` or null); `onTyping()` while
+ * `onSend(text, images, resources, prompt)` for each message (images: the attached
+ * `{ id, url }`; resources: `[{kind: "mcp_resource", server, uri}]`; both maybe empty; prompt:
+ * `{server, name, arguments}` or null); `onTyping()` while
  * typing; `requestPrompts()` when the prompts are first needed (answer with `setPrompts`). Returns `{ focus(), refused(text, reason,
  * attachments) }`: `refused` puts a message the server turned down back in the textarea
  * (unless something new is typed there), with its attachments, and says why under it.
@@ -195,17 +201,23 @@ export function setupComposer(form, { onSend, onTyping, requestPrompts = () => {
   if (list && form.dataset.mentionNames) {
     setupMentions(area, list, JSON.parse(form.dataset.mentionNames));
   }
-  const attachments = setupAttachments(form);
+  const resources = setupResources(form);
   const prompts = setupPrompts(form, area, requestPrompts);
   let lastTyping = 0;
 
   function say(text) {
     if (status) status.textContent = text;
   }
+  const attachments = setupAttachments(form, say);
 
   function submit() {
     const text = area.value;
-    if (!text.trim()) {
+    if (attachments.busy()) {
+      say(UPLOADING_TEXT);
+      return;
+    }
+    const images = attachments.list();
+    if (!text.trim() && !images.length) {
       say(BLANK_TEXT); // the text stays: the person may have meant to type more
       area.focus();
       return;
@@ -224,8 +236,9 @@ export function setupComposer(form, { onSend, onTyping, requestPrompts = () => {
       return;
     }
     say("");
-    onSend(text, attachments.take(), prompt);
+    onSend(images.length ? text.trim() : text, images, resources.take(), prompt);
     area.value = "";
+    attachments.clear();
     area.focus();
   }
 
@@ -250,7 +263,7 @@ export function setupComposer(form, { onSend, onTyping, requestPrompts = () => {
   function refused(text, reason, attached) {
     if (!area.value.trim()) {
       area.value = text;
-      attachments.restore(attached);
+      resources.restore(attached);
     }
     say(notSent(reason));
   }

@@ -43,7 +43,7 @@ function flag(article, className, text) {
 
 function isEmpty(msg) {
   // A message with nothing to show (a reply stopped before its first word) is left out.
-  return !msg.text && !msg.thinking && !msg.calls.length && !msg.wiki.length
+  return !msg.text && !msg.thinking && !msg.images.length && !msg.calls.length && !msg.wiki.length
     && msg.status !== "streaming" && !msg.sending && !msg.failed;
 }
 
@@ -69,6 +69,34 @@ function wikiLine(change) {
   li.append(document.createTextNode(" — "), localLink(gettext("view"), change.pageUrl),
             document.createTextNode(" · "), localLink(gettext("diff"), change.diffUrl));
   return li;
+}
+
+function renderImages(msg, article) {
+  // A message's images, by URL (the server serves them to the team's members only).
+  let box = article.querySelector(":scope > .images");
+  const urls = msg.images.map((image) => image.url);
+  if (box && box.dataset.urls === urls.join(" ")) return;
+  if (!urls.length) {
+    if (box) box.remove();
+    return;
+  }
+  if (!box) {
+    box = element("div", "images");
+    article.querySelector(".body").after(box);
+  }
+  box.dataset.urls = urls.join(" ");
+  box.replaceChildren(...urls.map((url) => {
+    const link = element("a");
+    link.href = url;
+    link.target = "_blank";
+    link.rel = "noopener";
+    const img = element("img");
+    img.src = url;
+    img.alt = gettext("attached image");
+    img.loading = "lazy";
+    link.append(img);
+    return link;
+  }));
 }
 
 function fmt(n) {
@@ -173,6 +201,7 @@ export class Renderer {
         : msg.role === "tool" ? gettext("Tools") : personName(msg.author);
     setText(article.querySelector(".author"), author);
     if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
+    renderImages(msg, article);
     this.renderCalls(msg, article);
     this.renderWiki(msg, article);
     const empty = isEmpty(msg);

@@ -24,6 +24,15 @@ function clientId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+function sendFrame(id, text, images, resources, prompt) {
+  // attachments: the MCP resources, then the uploaded images (docs/protocol.md, send)
+  const frame = { type: "send", client_id: id, text };
+  const attachments = [...(resources || []), ...(images || []).map((i) => ({ kind: "image", id: i.id }))];
+  if (attachments.length) frame.attachments = attachments;
+  if (prompt) frame.prompt = prompt;
+  return frame;
+}
+
 function pageEnd(root) {
   // How the last run ended, from the server-rendered #run-status (the state frame has no
   // finished run).
@@ -54,7 +63,7 @@ function start(root) {
     },
     onOpen: () => {
       for (const msg of store.unsent()) {
-        socket.send(sendFrame(msg.clientId, msg.text, msg.attachments, msg.prompt));
+        socket.send(sendFrame(msg.clientId, msg.text, msg.images, msg.attachments, msg.prompt));
       }
     },
   });
@@ -104,17 +113,12 @@ function start(root) {
     return true;
   }
 
-  function sendFrame(id, text, attachments, prompt) {
-    const frame = { type: "send", client_id: id, text };
-    if (attachments && attachments.length) frame.attachments = attachments;
-    if (prompt) frame.prompt = prompt;
-    return frame;
-  }
-
-  function send(text, attachments, prompt) {
+  function send(text, images = [], resources = [], prompt = null) {
     const id = clientId();
-    store.addLocal(id, text, attachments).prompt = prompt;
-    socket.send(sendFrame(id, text, attachments, prompt));
+    const msg = store.addLocal(id, text, images);
+    msg.attachments = resources; // resent with the message after a reconnect
+    msg.prompt = prompt;
+    socket.send(sendFrame(id, text, images, resources, prompt));
     renderer.schedule();
   }
 

@@ -87,7 +87,8 @@ export class Store {
   // -- messages ---------------------------------------------------------------------------
   _newMessage(fields) {
     return { key: "", id: null, engineId: null, role: "assistant", author: null, thinking: "",
-             text: "", calls: [], wiki: [], status: "complete", clientId: null, queued: false,
+             text: "", images: [], calls: [], wiki: [], status: "complete", clientId: null,
+             queued: false,
              sending: false, failed: null, summary: false, wakesAgent: false, ...fields };
   }
 
@@ -116,10 +117,10 @@ export class Store {
     this.touch(msg);
   }
 
-  addLocal(clientId, text, attachments = []) {
+  addLocal(clientId, text, images = []) {
     const msg = this._newMessage({ key: `local:${clientId}`, role: "user", author: {
-      id: this.you.id, name: this.you.name }, text, clientId, sending: true, status: "pending" });
-    msg.attachments = attachments; // resent with the message after a reconnect
+      id: this.you.id, name: this.you.name }, text, images, clientId, sending: true,
+                                   status: "pending" });
     this.local.set(clientId, msg);
     this._adopt(msg);
     return msg;
@@ -178,6 +179,8 @@ export class Store {
     msg.thinking = [reasoning || "", thinking, redacted ? gettext("(some reasoning is redacted)") : ""]
       .filter(Boolean).join("\n\n");
     msg.text = blocksText(blocks, "text", "text");
+    msg.images = (blocks || []).filter((b) => b.type === "image" && b.url)
+      .map((b) => ({ id: b.id, url: b.url }));
     const uses = (blocks || []).filter((b) => b.type === "tool_use");
     const streamed = msg.calls.filter((c) => c.index !== -1);
     uses.forEach((block, i) => {
