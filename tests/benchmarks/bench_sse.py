@@ -8,8 +8,8 @@ it prints MB/s for each and our ratio to each peer, then times ours at 1 MB and 
 shared: the decoders take turns in each of ``--repeat`` rounds (default 9) and keep their best,
 so the ratios of one run compare figures taken under the same load, and each is timed in the
 process's CPU time (a decoder is single-threaded CPU work: the time another process holds the
-core is not the decoder's), which keeps a ratio steady at a load of 6 on 2 cores. Goal (issue 22): at least
-1.5x the faster peer at every chunk size.
+core is not the decoder's), which keeps a ratio steady at a load of 6 on 2 cores. Goal
+(issue 22): at least 1.5x the faster peer at every chunk size.
 
 Each peer is driven the way its library drives it on a live response:
 - httpx-sse: an incremental UTF-8 decoder (what ``httpx.Response.iter_text`` uses), then
