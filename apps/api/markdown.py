@@ -193,6 +193,11 @@ def _usage(usage: dict[str, Any]) -> str:
 def _run(run: dict[str, Any]) -> str:
     line = (f"- Run {run['id']}: {run['status']}, started by {_name(run['started_by'])} "
             f"on {_when(run['created_at'])}")
+    if run["model"]:
+        line += f", model {_code(run['model'])}"
+    if run["reasoning"]:
+        used = ", ".join(f"{k}={json.dumps(v)}" for k, v in run["reasoning"].items())
+        line += f" ({_code(used)})"
     if run["stopped_by"]:
         line += f", stopped by {_name(run['stopped_by'])}"
     if run["error_message"]:

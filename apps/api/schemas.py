@@ -13,6 +13,7 @@ from ninja import Field, Schema
 
 from apps.engine.messages import ContentBlock
 from apps.rooms.models import Conversation
+from apps.rooms.services.configure import conversation_settings
 from apps.rooms.services.rooms import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 
 __all__ = [
@@ -85,6 +86,15 @@ class RoomRenameIn(Schema):
 AgentModeName = Literal["always", "mention"]
 
 
+class ConversationSettings(Schema):
+    """The model (a ModelConfig id; null: none configured) and the reasoning controls set
+    (ReasoningParams field -> value) the conversation's next run uses (docs/protocol.md,
+    ``configure``)."""
+
+    model: int | None
+    reasoning: dict[str, Any]
+
+
 class ConversationOut(Schema):
     """A conversation. ``last_seq``: the last event number, for a socket's ``after_seq``;
     ``agent_mode``: the agent answers every message (``always``) or when mentioned or asked
@@ -97,6 +107,7 @@ class ConversationOut(Schema):
     agent_mode: AgentModeName
     archived: bool
     created_by: PersonRef | None
+    settings: ConversationSettings
     last_seq: int
     created_at: datetime
     updated_at: datetime
@@ -109,6 +120,10 @@ class ConversationOut(Schema):
     def resolve_created_by(obj: Conversation) -> dict[str, Any] | None:
         user = obj.created_by
         return {"id": user.pk, "name": user.shown_name} if user else None
+
+    @staticmethod
+    def resolve_settings(obj: Conversation) -> dict[str, Any]:
+        return conversation_settings(obj)
 
 
 class ConversationCreateIn(Schema):
@@ -204,9 +219,13 @@ class ExportDecision(Schema):
 
 
 class ExportRun(Schema):
+    """A run; ``model`` and ``reasoning`` (the ReasoningParams fields set, null: none) are
+    what it ran with."""
+
     id: int
     status: str
     model: str
+    reasoning: dict[str, Any] | None
     started_by: PersonRef | None
     stopped_by: PersonRef | None
     error_kind: str

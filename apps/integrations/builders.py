@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
+from django.db.models import QuerySet
 from pydantic import ValidationError
 
 from apps.accounts.models import Team
@@ -35,6 +37,7 @@ __all__ = [
     "provider_settings",
     "reasoning_params",
     "run_settings",
+    "usable_models",
     "validate_provider",
 ]
 
@@ -102,26 +105,31 @@ def provider_for(config: ProviderConfig) -> RetryingProvider:
     return provider_pool.get(provider_settings(config))
 
 
+def usable_models() -> QuerySet[ModelConfig]:
+    """The models a run may use: enabled, of an enabled provider (site staff's choice)."""
+    return ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+
+
 def model_for_team(team: Team) -> ModelConfig | None:
     """The model a run of ``team`` uses: the team's choice while it (and its provider) is
     enabled, else the first enabled model of an enabled provider, else None. The provider is
     loaded with it (``select_related``)."""
-    usable = ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+    usable = usable_models()
     choice = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
     chosen = usable.filter(pk__in=choice).select_related("provider").first()
     return chosen or usable.select_related("provider").order_by("pk").first()
 
 
-def reasoning_params(data: Any) -> ReasoningParams | None:
-    """A ModelConfig's ``default_reasoning`` as ReasoningParams (None when empty);
-    ``invalid`` when it does not fit ReasoningParams."""
+def reasoning_params(data: Any, *, what: str = "default reasoning") -> ReasoningParams | None:
+    """``data`` (a ModelConfig's ``default_reasoning``, or ``what`` else) as ReasoningParams
+    (None when empty); ``invalid`` naming ``what`` when it does not fit ReasoningParams."""
     if not data:
         return None
     try:
         return ReasoningParams.model_validate(data)
     except ValidationError as exc:
         raise ApplicationError(ErrorCode.INVALID,
-                               f"Invalid default reasoning: {_first_error(exc)}.") from None
+                               f"Invalid {what}: {_first_error(exc)}.") from None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -130,14 +138,20 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}"
 
 
-def run_settings(model: ModelConfig) -> dict[str, Any]:
+def run_settings(model: ModelConfig, chosen: Mapping[str, Any] | None = None
+                 ) -> dict[str, Any]:
     """The model part of a run's ``RunConfig``: ``{"model": id, "context_window": tokens,
     "max_tokens": tokens, "reasoning": ReasoningParams | None}`` (so
-    ``RunConfig(**run_settings(model), system=...)``). ``invalid`` for a stored
-    ``default_reasoning`` ReasoningParams refuses."""
+    ``RunConfig(**run_settings(model), system=...)``). ``chosen``: ReasoningParams fields a
+    conversation set, over the model's ``default_reasoning``; only the fields the model still
+    declares in ``extend_params`` count (the admin may have withdrawn a control since).
+    ``invalid`` when the result does not fit ReasoningParams."""
+    declared = set(model.extend_params or [])
+    merged = {**(model.default_reasoning or {}),
+              **{k: v for k, v in (chosen or {}).items() if k in declared}}
     return {
         "model": model.model_id,
         "context_window": model.context_window,
         "max_tokens": model.max_output_tokens,
-        "reasoning": reasoning_params(model.default_reasoning),
+        "reasoning": reasoning_params(merged),
     }

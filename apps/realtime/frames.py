@@ -10,6 +10,8 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "compact"}``: compact the conversation now (when no run is active);
 - ``{"type": "set_agent_mode", "agent_mode": "always" | "mention"}``: when the agent answers;
 - ``{"type": "ask_agent"}``: start the agent's turn without a message (when no run is active);
+- ``{"type": "configure", "model", "reasoning"}``: the model and reasoning controls of the
+  next runs;
 - ``{"type": "typing"}``.
 
 Server -> client frames are built by :mod:`apps.realtime.server_frames`.
@@ -19,7 +21,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 __all__ = [
     "CLIENT_FRAME",
@@ -27,6 +38,7 @@ __all__ = [
     "ClientFrame",
     "AskAgentFrame",
     "CompactFrame",
+    "ConfigureFrame",
     "DecideFrame",
     "SendFrame",
     "SetAgentModeFrame",
@@ -91,6 +103,20 @@ class AskAgentFrame(_Frame):
     type: Literal["ask_agent"]
 
 
+ControlName = Annotated[str, Field(min_length=1, max_length=40)]
+
+
+class ConfigureFrame(_Frame):
+    """The model (the id of one of ``state.models``) and its reasoning controls (ReasoningParams
+    field -> value; null: the model's default) for the conversation's next runs. Which
+    controls a model takes is the service's check (``invalid``), not the frame's."""
+
+    type: Literal["configure"]
+    model: StrictInt = Field(ge=1)
+    reasoning: dict[ControlName, StrictBool | StrictInt | str | None] = Field(
+        default_factory=dict, max_length=20)
+
+
 class TypingFrame(_Frame):
     type: Literal["typing"]
 
@@ -104,12 +130,12 @@ class HistoryFrame(_Frame):
 
 ClientFrame = Annotated[
     SendFrame | StopFrame | DecideFrame | AnswerFrame | CompactFrame | SetAgentModeFrame
-    | AskAgentFrame | TypingFrame | HistoryFrame,
+    | AskAgentFrame | TypingFrame | HistoryFrame | ConfigureFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
 WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, CompactFrame, SetAgentModeFrame,
-                AskAgentFrame)
+                AskAgentFrame, ConfigureFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

@@ -35,6 +35,7 @@ from apps.realtime.frames import (
     AnswerFrame,
     AskAgentFrame,
     CompactFrame,
+    ConfigureFrame,
     DecideFrame,
     HistoryFrame,
     SendFrame,
@@ -50,6 +51,7 @@ from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, orig
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
+from apps.rooms.services.configure import conversation_configure
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.rooms import conversation_set_agent_mode
@@ -288,6 +290,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case SetAgentModeFrame(agent_mode=mode):
                 await database_sync_to_async(conversation_set_agent_mode)(
                     conversation=conversation, agent_mode=mode, by=membership.user)
+            case ConfigureFrame(model=model, reasoning=reasoning):
+                await database_sync_to_async(conversation_configure)(
+                    conversation=conversation, model=model, reasoning=reasoning,
+                    membership=membership)
             case AskAgentFrame():
                 await database_sync_to_async(run_ask)(conversation=conversation,
                                                       membership=membership)
