@@ -112,6 +112,7 @@ export class Renderer {
     if (dirty.usage) this.renderUsage();
     if (dirty.notices) this.renderNotices();
     if (dirty.todos) this.renderTodos();
+    if (dirty.settings && this.settingsUi) this.settingsUi.render(); // model_settings.js
     if (store.ready) this.transcript.setAttribute("aria-busy", "false");
     if (stick && (dirty.messages.size || dirty.order)) this.scrollToBottom();
   }

@@ -57,7 +57,7 @@ export class Store {
     this.loadingHistory = false;
     this.dirty = { order: true, messages: new Set(), run: true, presence: true, typing: true,
                    usage: true, notices: true, todos: true, role: true, history: true,
-                   prepended: false };
+                   prepended: false, settings: true };
     for (const msg of this.local.values()) this._adopt(msg);
   }
 
@@ -77,7 +77,7 @@ export class Store {
     const dirty = this.dirty;
     this.dirty = { order: false, messages: new Set(), run: false, presence: false,
                    typing: false, usage: false, notices: false, todos: false, role: false,
-                   history: false, prepended: false };
+                   history: false, prepended: false, settings: false };
     return dirty;
   }
 
@@ -231,6 +231,7 @@ export class Store {
     this.reset();
     this.you = state.you;
     this.conversation = state.conversation;
+    this.models = state.models || []; // [{id, name, controls, defaults}] (model_settings.js)
     for (const m of state.messages || []) this._addStored(m);
     this.before = state.before || null;
     if (state.run) this.run = { ...state.run, stopping: state.run.stopped_by };
@@ -528,6 +529,13 @@ const HANDLERS = {
                 { replace: true });
     for (const msg of this.messages.values()) this.touch(msg); // the "called the agent" marks
     this.dirty.run = true;
+  },
+  settings_changed(ev) {
+    if (this.conversation) this.conversation.settings = { model: ev.model, reasoning: ev.reasoning };
+    const text = gettext("%(name)s changed the model settings: they apply from the next run.");
+    this.notice("settings", "info", interpolate(text, { name: personName(ev.by) }, true),
+                { replace: true });
+    this.dirty.settings = true;
   },
   run_queued(ev) {
     this.run = { id: ev.run_id, status: "queued", model: null, started_by: ev.started_by,
