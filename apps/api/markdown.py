@@ -131,10 +131,20 @@ def _message(message: dict[str, Any]) -> str:
             parts.append(escape_raw_html("\n\n".join(block["text"] for block in blocks)))
         else:
             parts.extend(_block(block) for block in blocks)
+    if message.get("sources"):
+        parts.append(_sources(message["sources"]))
     usage = _usage(message["usage"] or {})
     if usage:
         parts.append(usage)
     return "\n\n".join(parts) + "\n\n"
+
+
+def _sources(found: list[dict[str, str]]) -> str:
+    """The numbered sources list; the links are checked http(s) URLs without spaces or angle
+    brackets (:mod:`apps.engine.sources`), so a ``<...>`` destination holds them whole."""
+    lines = [f"{n}. [{_escape(s['title'])}](<{s['url']}>) — {_escape(s['site'])}"
+             for n, s in enumerate(found, 1)]
+    return "**Sources**\n\n" + "\n".join(lines)
 
 
 def _message_heading(message: dict[str, Any]) -> str:

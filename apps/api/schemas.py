@@ -155,6 +155,15 @@ class ExportConversation(Schema):
     updated_at: datetime
 
 
+class SourceOut(Schema):
+    """A source an answer cites (its citations or grounding): an http(s) ``url``, its
+    ``title`` and ``site`` as plain text (docs/protocol.md)."""
+
+    title: str
+    site: str
+    url: str
+
+
 class ExportMessage(Schema):
     """One stored message, verbatim. ``content``: the engine's content blocks, thinking (with
     its signature), tool calls and results included. ``position``: its place in the history the
@@ -175,6 +184,7 @@ class ExportMessage(Schema):
     provider: str | None
     model: str | None
     usage: dict[str, Any] | None = Field(description="Token counts (the engine's Usage).")
+    sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     compacted: bool
     created_at: datetime
     updated_at: datetime
@@ -197,6 +207,7 @@ class RoomMessage(Schema):
     provider: str | None
     model: str | None
     usage: dict[str, Any] | None
+    sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
 
 

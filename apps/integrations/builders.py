@@ -141,17 +141,23 @@ def _first_error(exc: ValidationError) -> str:
 def run_settings(model: ModelConfig, chosen: Mapping[str, Any] | None = None
                  ) -> dict[str, Any]:
     """The model part of a run's ``RunConfig``: ``{"model": id, "context_window": tokens,
-    "max_tokens": tokens, "reasoning": ReasoningParams | None}`` (so
-    ``RunConfig(**run_settings(model), system=...)``). ``chosen``: ReasoningParams fields a
+    "max_tokens": tokens, "reasoning": ReasoningParams | None, "server_tools": names}`` (so
+    ``RunConfig(**run_settings(model), system=...)``). ``enabled_search`` turns on the
+    provider's own web search: ``server_tools`` ``("web_search",)``, which the Anthropic
+    adapter sends as its ``web_search`` server tool and the Gemini one as ``google_search``
+    (the OpenAI-compatible one reads ``enabled_search`` itself: Qwen's ``enable_search``,
+    OpenRouter's web plugin). ``chosen``: ReasoningParams fields a
     conversation set, over the model's ``default_reasoning``; only the fields the model still
     declares in ``extend_params`` count (the admin may have withdrawn a control since).
     ``invalid`` when the result does not fit ReasoningParams."""
     declared = set(model.extend_params or [])
     merged = {**(model.default_reasoning or {}),
               **{k: v for k, v in (chosen or {}).items() if k in declared}}
+    reasoning = reasoning_params(merged)
     return {
         "model": model.model_id,
         "context_window": model.context_window,
         "max_tokens": model.max_output_tokens,
-        "reasoning": reasoning_params(merged),
+        "reasoning": reasoning,
+        "server_tools": ("web_search",) if reasoning and reasoning.enabled_search else (),
     }

@@ -6,6 +6,7 @@ from typing import Any
 
 from apps.engine.messages import Author
 from apps.engine.messages import Message as EngineMessage
+from apps.engine.sources import sources
 from apps.rooms.models import Message, MessageStatus
 
 __all__ = ["engine_message", "history_of", "message_fields", "message_json"]
@@ -52,7 +53,8 @@ def message_fields(message: EngineMessage) -> dict[str, Any]:
 
 
 def message_json(row: Message) -> dict[str, Any]:
-    """A stored message as clients see it (state frames, events, exports)."""
+    """A stored message as clients see it (state frames, events, exports); ``sources``: the
+    numbered sources its citations and grounding name (:func:`apps.engine.sources.sources`)."""
     return {
         "id": row.pk,
         "role": row.role,
@@ -68,5 +70,6 @@ def message_json(row: Message) -> dict[str, Any]:
         "provider": row.provider or None,
         "model": row.model or None,
         "usage": row.usage,
+        "sources": sources(row.content) if row.role == "assistant" else [],
         "created_at": row.created_at.isoformat() if row.created_at else None,
     }
