@@ -4,6 +4,7 @@
 // Its own words come from Django's JavaScript catalog (gettext, ngettext, interpolate: /jsi18n/).
 
 import { setMarkdown } from "./markdown.js";
+import { renderSources } from "./sources.js";
 import { personName } from "./store.js";
 import { createCard, renderCard } from "./tools.js";
 
@@ -165,6 +166,7 @@ export class Renderer {
     if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
     this.renderCalls(msg, article);
     this.renderWiki(msg, article);
+    renderSources(article, article.querySelector(".body"), msg.sources);
     const empty = isEmpty(msg);
     const chat = this.store.agentMode === "mention";
     const mine = article.classList.contains("mine");

@@ -223,6 +223,7 @@ export class Store {
                          queued: m.status === "pending", wakesAgent: !!m.wakes_agent });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
+    msg.sources = m.sources || [];
     this._place(msg, { pending: msg.queued });
     return msg;
   }
@@ -625,6 +626,7 @@ const HANDLERS = {
     msg.role = "assistant";
     msg.status = ev.status || "complete";
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
+    msg.sources = ev.sources || [];
   },
   tool_started(ev) {
     const call = this._call(ev.call_id, ev.name);
