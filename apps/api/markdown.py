@@ -131,10 +131,20 @@ def _message(message: dict[str, Any]) -> str:
             parts.append(escape_raw_html("\n\n".join(block["text"] for block in blocks)))
         else:
             parts.extend(_block(block) for block in blocks)
+    if message.get("sources"):
+        parts.append(_sources(message["sources"]))
     usage = _usage(message["usage"] or {})
     if usage:
         parts.append(usage)
     return "\n\n".join(parts) + "\n\n"
+
+
+def _sources(found: list[dict[str, str]]) -> str:
+    """The numbered sources list; the links are checked http(s) URLs without spaces or angle
+    brackets (:mod:`apps.engine.sources`), so a ``<...>`` destination holds them whole."""
+    lines = [f"{n}. [{_escape(s['title'])}](<{s['url']}>) — {_escape(s['site'])}"
+             for n, s in enumerate(found, 1)]
+    return "**Sources**\n\n" + "\n".join(lines)
 
 
 def _message_heading(message: dict[str, Any]) -> str:
@@ -197,6 +207,11 @@ def _usage(usage: dict[str, Any]) -> str:
 def _run(run: dict[str, Any]) -> str:
     line = (f"- Run {run['id']}: {run['status']}, started by {_name(run['started_by'])} "
             f"on {_when(run['created_at'])}")
+    if run["model"]:
+        line += f", model {_code(run['model'])}"
+    if run["reasoning"]:
+        used = ", ".join(f"{k}={json.dumps(v)}" for k, v in run["reasoning"].items())
+        line += f" ({_code(used)})"
     if run["stopped_by"]:
         line += f", stopped by {_name(run['stopped_by'])}"
     if run["error_message"]:

@@ -13,6 +13,7 @@ from ninja import Field, Schema
 
 from apps.engine.messages import ContentBlock
 from apps.rooms.models import Conversation
+from apps.rooms.services.configure import conversation_settings
 from apps.rooms.services.rooms import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 
 __all__ = [
@@ -105,6 +106,13 @@ class ForkOrigin(Schema):
 
     conversation_id: int
     message_id: int
+class ConversationSettings(Schema):
+    """The model (a ModelConfig id; null: none configured) and the reasoning controls set
+    (ReasoningParams field -> value) the conversation's next run uses (docs/protocol.md,
+    ``configure``)."""
+
+    model: int | None
+    reasoning: dict[str, Any]
 
 
 class ConversationOut(Schema):
@@ -119,6 +127,7 @@ class ConversationOut(Schema):
     agent_mode: AgentModeName
     archived: bool
     created_by: PersonRef | None
+    settings: ConversationSettings
     last_seq: int
     forked_from: ForkOrigin | None
     created_at: datetime
@@ -138,6 +147,10 @@ class ConversationOut(Schema):
     def resolve_created_by(obj: Conversation) -> dict[str, Any] | None:
         user = obj.created_by
         return {"id": user.pk, "name": user.shown_name} if user else None
+
+    @staticmethod
+    def resolve_settings(obj: Conversation) -> dict[str, Any]:
+        return conversation_settings(obj)
 
 
 class ConversationCreateIn(Schema):
@@ -171,6 +184,13 @@ class ExportConversation(Schema):
 
 _SUPERSEDED = ("An earlier version: the run whose messages replaced this one (an edit or a "
                "regenerated answer); left out of the model's history. Null: current.")
+class SourceOut(Schema):
+    """A source an answer cites (its citations or grounding): an http(s) ``url``, its
+    ``title`` and ``site`` as plain text (docs/protocol.md)."""
+
+    title: str
+    site: str
+    url: str
 
 
 class ExportMessage(Schema):
@@ -193,6 +213,7 @@ class ExportMessage(Schema):
     provider: str | None
     model: str | None
     usage: dict[str, Any] | None = Field(description="Token counts (the engine's Usage).")
+    sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     compacted: bool
     superseded_by_run: int | None = Field(description=_SUPERSEDED)
     created_at: datetime
@@ -217,6 +238,7 @@ class RoomMessage(Schema):
     model: str | None
     usage: dict[str, Any] | None
     superseded_by_run: int | None = Field(description=_SUPERSEDED)
+    sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
 
 
@@ -239,9 +261,13 @@ class ExportDecision(Schema):
 
 
 class ExportRun(Schema):
+    """A run; ``model`` and ``reasoning`` (the ReasoningParams fields set, null: none) are
+    what it ran with."""
+
     id: int
     status: str
     model: str
+    reasoning: dict[str, Any] | None
     started_by: PersonRef | None
     stopped_by: PersonRef | None
     error_kind: str

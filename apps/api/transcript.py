@@ -97,6 +97,7 @@ def run_record(run: Run) -> dict[str, Any]:
         "id": run.pk,
         "status": run.status,
         "model": run.model,
+        "reasoning": run.reasoning,
         "started_by": _person(run.started_by),
         "stopped_by": _person(run.stopped_by),
         "error_kind": run.error_kind,

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
+from django.db.models import QuerySet
 from pydantic import ValidationError
 
 from apps.accounts.models import Team
@@ -36,6 +38,7 @@ __all__ = [
     "provider_settings",
     "reasoning_params",
     "run_settings",
+    "usable_models",
     "validate_provider",
 ]
 
@@ -103,11 +106,16 @@ def provider_for(config: ProviderConfig) -> RetryingProvider:
     return provider_pool.get(provider_settings(config))
 
 
+def usable_models() -> QuerySet[ModelConfig]:
+    """The models a run may use: enabled, of an enabled provider (site staff's choice)."""
+    return ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+
+
 def model_for_team(team: Team) -> ModelConfig | None:
     """The model a run of ``team`` uses: the team's choice while it (and its provider) is
     enabled, else the first enabled model of an enabled provider, else None. The provider is
     loaded with it (``select_related``)."""
-    usable = ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+    usable = usable_models()
     choice = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
     chosen = usable.filter(pk__in=choice).select_related("provider").first()
     return chosen or usable.select_related("provider").order_by("pk").first()
@@ -127,16 +135,16 @@ def model_reads_images(model: ModelConfig) -> bool:
         return True
 
 
-def reasoning_params(data: Any) -> ReasoningParams | None:
-    """A ModelConfig's ``default_reasoning`` as ReasoningParams (None when empty);
-    ``invalid`` when it does not fit ReasoningParams."""
+def reasoning_params(data: Any, *, what: str = "default reasoning") -> ReasoningParams | None:
+    """``data`` (a ModelConfig's ``default_reasoning``, or ``what`` else) as ReasoningParams
+    (None when empty); ``invalid`` naming ``what`` when it does not fit ReasoningParams."""
     if not data:
         return None
     try:
         return ReasoningParams.model_validate(data)
     except ValidationError as exc:
         raise ApplicationError(ErrorCode.INVALID,
-                               f"Invalid default reasoning: {_first_error(exc)}.") from None
+                               f"Invalid {what}: {_first_error(exc)}.") from None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -145,14 +153,26 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}"
 
 
-def run_settings(model: ModelConfig) -> dict[str, Any]:
+def run_settings(model: ModelConfig, chosen: Mapping[str, Any] | None = None
+                 ) -> dict[str, Any]:
     """The model part of a run's ``RunConfig``: ``{"model": id, "context_window": tokens,
-    "max_tokens": tokens, "reasoning": ReasoningParams | None}`` (so
-    ``RunConfig(**run_settings(model), system=...)``). ``invalid`` for a stored
-    ``default_reasoning`` ReasoningParams refuses."""
+    "max_tokens": tokens, "reasoning": ReasoningParams | None, "server_tools": names}`` (so
+    ``RunConfig(**run_settings(model), system=...)``). ``enabled_search`` turns on the
+    provider's own web search: ``server_tools`` ``("web_search",)``, which the Anthropic
+    adapter sends as its ``web_search`` server tool and the Gemini one as ``google_search``
+    (the OpenAI-compatible one reads ``enabled_search`` itself: Qwen's ``enable_search``,
+    OpenRouter's web plugin). ``chosen``: ReasoningParams fields a
+    conversation set, over the model's ``default_reasoning``; only the fields the model still
+    declares in ``extend_params`` count (the admin may have withdrawn a control since).
+    ``invalid`` when the result does not fit ReasoningParams."""
+    declared = set(model.extend_params or [])
+    merged = {**(model.default_reasoning or {}),
+              **{k: v for k, v in (chosen or {}).items() if k in declared}}
+    reasoning = reasoning_params(merged)
     return {
         "model": model.model_id,
         "context_window": model.context_window,
         "max_tokens": model.max_output_tokens,
-        "reasoning": reasoning_params(model.default_reasoning),
+        "reasoning": reasoning,
+        "server_tools": ("web_search",) if reasoning and reasoning.enabled_search else (),
     }

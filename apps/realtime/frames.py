@@ -19,6 +19,8 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "set_agent_mode", "agent_mode": "always" | "mention"}``: when the agent answers;
 - ``{"type": "ask_agent"}``: start the agent's turn without a message (when no run is active);
 - ``{"type": "rename", "title"}``: give the conversation a new title;
+- ``{"type": "configure", "model", "reasoning"}``: the model and reasoning controls of the
+  next runs;
 - ``{"type": "typing"}``.
 
 Server -> client frames are built by :mod:`apps.realtime.server_frames`.
@@ -32,6 +34,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictInt,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -44,6 +48,7 @@ __all__ = [
     "ClientFrame",
     "AskAgentFrame",
     "CompactFrame",
+    "ConfigureFrame",
     "DecideFrame",
     "ImageAttachment",
     "McpResourceAttachment",
@@ -172,6 +177,18 @@ class AskAgentFrame(_Frame):
 class RenameFrame(_Frame):
     type: Literal["rename"]
     title: str = Field(min_length=1, max_length=MAX_TEXT)  # the service says how long it may be
+ControlName = Annotated[str, Field(min_length=1, max_length=40)]
+
+
+class ConfigureFrame(_Frame):
+    """The model (the id of one of ``state.models``) and its reasoning controls (ReasoningParams
+    field -> value; null: the model's default) for the conversation's next runs. Which
+    controls a model takes is the service's check (``invalid``), not the frame's."""
+
+    type: Literal["configure"]
+    model: StrictInt = Field(ge=1)
+    reasoning: dict[ControlName, StrictBool | StrictInt | str | None] = Field(
+        default_factory=dict, max_length=20)
 
 
 class TypingFrame(_Frame):
@@ -188,12 +205,12 @@ class HistoryFrame(_Frame):
 ClientFrame = Annotated[
     SendFrame | StopFrame | DecideFrame | AnswerFrame | ElicitFrame | CompactFrame
     | SetAgentModeFrame | AskAgentFrame | TypingFrame | HistoryFrame | PromptsFrame
-    | RenameFrame,
+    | RenameFrame | ConfigureFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
 WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame,
-                SetAgentModeFrame, AskAgentFrame, PromptsFrame, RenameFrame)
+                SetAgentModeFrame, AskAgentFrame, PromptsFrame, RenameFrame, ConfigureFrame)
 
 
 def parse_client_frame(data: object) -> ClientFrame:

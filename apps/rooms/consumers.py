@@ -35,6 +35,7 @@ from apps.realtime.frames import (
     AnswerFrame,
     AskAgentFrame,
     CompactFrame,
+    ConfigureFrame,
     DecideFrame,
     ElicitFrame,
     HistoryFrame,
@@ -58,6 +59,7 @@ from apps.rooms.images import images_attached
 from apps.rooms.models import Conversation
 from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for
+from apps.rooms.services.configure import conversation_configure
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.rooms import conversation_rename, conversation_set_agent_mode
@@ -312,6 +314,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case RenameFrame(title=title):
                 await database_sync_to_async(conversation_rename)(
                     conversation=conversation, title=title, by=membership.user)
+            case ConfigureFrame(model=model, reasoning=reasoning):
+                await database_sync_to_async(conversation_configure)(
+                    conversation=conversation, model=model, reasoning=reasoning,
+                    membership=membership)
             case AskAgentFrame():
                 await database_sync_to_async(run_ask)(conversation=conversation,
                                                       membership=membership)

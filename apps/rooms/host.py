@@ -40,18 +40,14 @@ from apps.engine.tools.builtin.bash import BashTool
 from apps.engine.tools.builtin.wiki import WIKI_SERVICE
 from apps.engine.tools.defaults import default_tools
 from apps.engine.tools.registry import ToolRegistry
-from apps.integrations.builders import (
-    model_for_team,
-    provider_pool,
-    provider_settings,
-    run_settings,
-)
+from apps.integrations.builders import provider_pool, provider_settings, run_settings
 from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
 from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_release_before, notes_settle
 from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals, RoomElicitations
 from apps.rooms.projector import Projector
+from apps.rooms.services.configure import reasoning_record, run_model
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_finish, run_heartbeat
 from apps.rooms.tail import hwm_publish
@@ -178,12 +174,12 @@ class RunHost:
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation
-        model = model_for_team(conversation.room.team)
+        model, chosen = run_model(conversation)  # the conversation's choice, else the team's
         if model is None:
             raise SetupError("No model is configured: a site admin adds a provider and a "
                              "model, and the team chooses its default.")
         try:
-            params = run_settings(model)
+            params = run_settings(model, chosen)
         except ApplicationError as exc:
             raise SetupError(exc.message) from exc
         team = conversation.room.team
@@ -191,7 +187,8 @@ class RunHost:
                        run_id=run.pk, store=store_for(team))
         config = RunConfig(**params, system=system_prompt(conversation, wiki_prompt(wiki.store)),
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
-        Run.objects.filter(pk=run.pk).update(model=params["model"])
+        Run.objects.filter(pk=run.pk).update(model=params["model"],
+                                             reasoning=reasoning_record(params["reasoning"]))
         mcp_problems: list[WarningEvent] = []
         mcp_servers = (mcp_pool_servers(team, run.started_by, problems=mcp_problems)
                        if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools

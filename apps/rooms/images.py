@@ -29,10 +29,11 @@ from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.images import ImageRejected, sniff
 from apps.engine.messages import ImageBlock, Message, TextBlock
-from apps.integrations.builders import model_for_team, model_reads_images
+from apps.integrations.builders import model_reads_images
 from apps.rooms.models import Conversation, ConversationImage
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.access import require_writer
+from apps.rooms.services.configure import run_model
 
 __all__ = ["image_for", "image_path", "image_upload", "image_url", "images_attached",
            "images_delete",
@@ -120,13 +121,13 @@ def images_attached(*, conversation: Conversation, ids: list[str]) -> list[dict[
     ``conversation``. Raises ApplicationError ``invalid`` for more than
     ``CONFAB["IMAGES_PER_MESSAGE"]``, an id that is not one of this conversation's images
     (another conversation's or team's answers the same as a missing one), or when the team's
-    model does not read images (a notice instead of the provider's error later)."""
+    model (the one its next run uses) does not read images (a notice instead of the provider's error later)."""
     if not ids:
         return []
     most = settings.CONFAB["IMAGES_PER_MESSAGE"]
     if len(ids) > most:
         raise ApplicationError(ErrorCode.INVALID, f"A message carries at most {most} images.")
-    model = model_for_team(conversation.room.team)
+    model = run_model(conversation)[0]  # the conversation's chosen model, else the team's
     if model is not None and not model_reads_images(model):
         raise ApplicationError(ErrorCode.INVALID, (
             f"The model {model} does not read images. Send the message without them, or ask "
@@ -181,7 +182,7 @@ def with_image_data(conversation_id: int, messages: list[Message]) -> list[Messa
 
 def _loader(conversation_id: int) -> Callable[[Any], ImageBlock | TextBlock]:
     conversation = Conversation.objects.select_related("room__team").get(pk=conversation_id)
-    model = model_for_team(conversation.room.team)
+    model = run_model(conversation)[0]  # the conversation's chosen model, else the team's
     if model is not None and not model_reads_images(model):
         return lambda block: TextBlock(text=IMAGE_LEFT_OUT)
     return partial(_loaded, conversation.room.team_id)

@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from apps.accounts.models import Team
 from apps.common.models import TimeStampedModel
+from apps.integrations.models import ModelConfig
 
 
 class Room(TimeStampedModel):
@@ -36,6 +37,8 @@ class Conversation(TimeStampedModel):
     """One transcript with at most one active run.
 
     ``agent_mode``: :class:`AgentMode` (``always`` unless someone switches it).
+    ``model`` / ``reasoning``: the model a member chose for the next runs (None: the team's)
+    and the ReasoningParams fields they set for it (:mod:`apps.rooms.services.configure`).
 
     ``last_seq``: the last event number allocated; allocation happens under a row lock, so
     two writers never get the same number and none is skipped. ``compaction_failures`` and
@@ -58,6 +61,9 @@ class Conversation(TimeStampedModel):
                                   default=AgentMode.ALWAYS)
     forked_from = models.ForeignKey("Message", null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="forks")
+    model = models.ForeignKey(ModelConfig, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    reasoning = models.JSONField(default=dict, blank=True)
 
     @property
     def team_id(self) -> int:
@@ -153,7 +159,8 @@ ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_A
 class Run(TimeStampedModel):
     """One agent run. At most one active run per conversation: a partial unique constraint,
     so two messages arriving at two server processes at once cannot start two runs.
-    ``purpose``: the agent's turn, or only a compaction of the history ("compact now")."""
+    ``purpose``: the agent's turn, or only a compaction of the history ("compact now").
+    ``model`` / ``reasoning``: the model id and the ReasoningParams (its set fields) it ran with."""
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
@@ -164,6 +171,7 @@ class Run(TimeStampedModel):
     stopped_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     model = models.CharField(max_length=200, blank=True)
+    reasoning = models.JSONField(null=True, blank=True)
     error_kind = models.CharField(max_length=50, blank=True)
     error_message = models.TextField(blank=True)
     worker = models.CharField(max_length=200, blank=True)

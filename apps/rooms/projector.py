@@ -40,6 +40,7 @@ from apps.engine.events import (
     ToolCallStarted,
     UsageUpdated,
 )
+from apps.engine.sources import sources
 from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
 from apps.rooms.services.events import conversation_lock, events_append, positions_allocate
@@ -174,8 +175,10 @@ class Projector:
         with transaction.atomic():
             conversation_lock(self.conversation_id)
             self._apply(event)
-            events_append(self.conversation_id, [(event.kind, event.model_dump(mode="json"))],
-                          run_id=self.run_id)
+            payload = event.model_dump(mode="json")
+            if isinstance(event, MessageEnded):  # the answer's sources, as message_json has them
+                payload["sources"] = sources(event.message.content)
+            events_append(self.conversation_id, [(event.kind, payload)], run_id=self.run_id)
             waited = event.event if isinstance(event, SubagentEvent) else event
             status = _STATUS_AFTER.get(type(waited))  # a sub-agent's waits are the run's
             if status is not None:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from apps.accounts.models import Membership
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation, ConversationEvent, Run
+from apps.rooms.services.configure import conversation_settings, model_choices
 from apps.rooms.services.runs import active_run, waiting_for
 
 __all__ = ["conversation_state", "run_json"]
@@ -27,12 +28,12 @@ def run_json(run: Run) -> dict[str, Any]:
 
     return {"id": run.pk, "status": run.status, "model": run.model or None,
             "started_by": person(run.started_by), "stopped_by": person(run.stopped_by),
-            "error_kind": run.error_kind or None}
+            "error_kind": run.error_kind or None, "reasoning": run.reasoning}
 
 
 def conversation_state(conversation_id: int, membership: Membership) -> dict[str, Any]:
     """``{"type": "state", "seq", "conversation", "you", "messages", "before", "run",
-    "waiting", "todos", "wiki_changes", "compaction", "usage"}`` — see docs/protocol.md;
+    "waiting", "todos", "wiki_changes", "compaction", "usage", "models"}`` — see docs/protocol.md;
     ``messages`` is the newest page (:mod:`apps.rooms.history`)."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
@@ -48,6 +49,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "seq": conversation.last_seq,
             "conversation": {"id": conversation.pk, "title": conversation.title,
                              "agent_mode": conversation.agent_mode,
+                             "settings": conversation_settings(conversation),
                              "room": {"id": conversation.room_id, "name": conversation.room.name},
                              "team": {"id": conversation.room.team_id,
                                       "name": conversation.room.team.name}},
@@ -61,6 +63,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "wiki_changes": page.wiki_changes,
             "compaction": _compaction(conversation),
             "usage": _usage(conversation_id),
+            "models": model_choices(),
         }
 
 

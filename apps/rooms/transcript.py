@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 
 from apps.engine.messages import Author
 from apps.engine.messages import Message as EngineMessage
+from apps.engine.sources import sources
 from apps.rooms.images import shown_content, with_image_data
 from apps.rooms.models import Message, MessageStatus
 
@@ -63,7 +64,8 @@ def message_fields(message: EngineMessage) -> dict[str, Any]:
 
 
 def message_json(row: Message) -> dict[str, Any]:
-    """A stored message as clients see it (state frames, events, exports)."""
+    """A stored message as clients see it (state frames, events, exports); ``sources``: the
+    numbered sources its citations and grounding name (:func:`apps.engine.sources.sources`)."""
     return {
         "id": row.pk,
         "role": row.role,
@@ -80,5 +82,6 @@ def message_json(row: Message) -> dict[str, Any]:
         "model": row.model or None,
         "usage": row.usage,
         "superseded_by_run": row.superseded_by_id,
+        "sources": sources(row.content) if row.role == "assistant" else [],
         "created_at": row.created_at.isoformat() if row.created_at else None,
     }

@@ -112,6 +112,9 @@ def anthropic_frames(steps: list[Step], error: Step | None, model: str, usage_in
                      "name": value["name"], "input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": p}
                       for p in _split(json.dumps(value.get("arguments", {})))]
+        elif kind == "sources":
+            start = {"type": "text", "text": ""}
+            deltas = [{"type": "citations_delta", "citation": _web_result(s)} for s in value]
         elif kind == "thinking":
             start = {"type": "thinking", "thinking": ""}
             deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(value, stamp)]
@@ -161,6 +164,10 @@ def openai_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
                             token=True)
             calls += 1
             continue
+        if kind == "sources":  # OpenRouter / OpenAI web search annotations
+            yield chunk({"annotations": [{"type": "url_citation", "url_citation": {
+                "url": s["url"], "title": s.get("title", "")}} for s in value]})
+            continue
         field = "reasoning_content" if kind == "thinking" else "content"
         for piece in _pieces(value, stamp):
             out += 1
@@ -181,11 +188,15 @@ def gemini_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
     response_id = uuid.uuid4().hex[:16]
     out, calls = 0, 0
 
+    grounding: list[dict[str, Any]] = []
+
     def chunk(parts: list[dict[str, Any]], finish: str | None = None, token: bool = False
               ) -> Frame:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
         if finish:
             candidate["finishReason"] = finish
+            if grounding:  # Gemini sends the response's grounding with its last chunk
+                candidate["groundingMetadata"] = {"groundingChunks": grounding}
         return _sse({"candidates": [candidate], "usageMetadata": {
             "promptTokenCount": usage_in, "candidatesTokenCount": out,
             "totalTokenCount": usage_in + out}, "modelVersion": model,
@@ -193,6 +204,9 @@ def gemini_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
 
     for step in steps:
         kind, value = next(iter(step.items()))
+        if kind == "sources":
+            grounding += [{"web": {"uri": s["url"], "title": s.get("title", "")}} for s in value]
+            continue
         if kind == "tool_call":
             part: dict[str, Any] = {"functionCall": {
                 "name": value["name"], "args": value.get("arguments", {}),
@@ -212,6 +226,12 @@ def gemini_frames(steps: list[Step], error: Step | None, model: str, usage_in: i
         yield _sse({"error": {"code": status, "message": _message(error), "status": gemini}})
         return
     yield chunk([{"text": ""}], "STOP")
+
+
+def _web_result(source: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic web search citation of ``source`` (``{"url", "title"}``)."""
+    return {"type": "web_search_result_location", "url": source["url"],
+            "title": source.get("title", ""), "cited_text": "", "encrypted_index": "fake"}
 
 
 def _split(text: str, size: int = 12) -> list[str]:

@@ -3,8 +3,10 @@
 Every provider-issued reasoning artefact lands on the block that carried it, in received order
 (shared/cases/provider README, REASONING-ROUNDTRIP): Anthropic signatures on their thinking
 block, redacted thinking and server-tool blocks verbatim, Gemini thoughtSignatures on their part,
-OpenAI-compatible reasoning in ``reasoning_content``. The runtime uses it for history; the replay
-command uses it to report what a stream contained.
+OpenAI-compatible reasoning in ``reasoning_content``. Citations stay on the text they came
+with; Gemini's ``groundingMetadata`` (one per response) joins the citations of the last text
+part (:func:`apps.engine.sources.grounding_citation`), so the message keeps its sources. The
+runtime uses it for history; the replay command uses it to report what a stream contained.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from apps.engine.messages import (
     ToolUseBlock,
     Usage,
 )
+from apps.engine.sources import grounding_citation
 
 __all__ = ["MessageAssembler"]
 
@@ -96,12 +99,26 @@ class MessageAssembler:
         reasoning = "".join(self.reasoning_content)
         return Message(
             role="assistant",
-            content=[b for b in self.blocks if not _empty(b)],
+            content=self._grounded([b for b in self.blocks if not _empty(b)]),
             reasoning_content=reasoning if self.reasoning_content else None,
             provider=self.provider,
             model=self.model,
             status=status,
         )
+
+    def _grounded(self, blocks: list[ContentBlock]) -> list[ContentBlock]:
+        """``blocks`` with the grounding metadata on a copy of the last text block (a new empty
+        one when there is none): ``message`` may be called more than once."""
+        if self.grounding_metadata is None:
+            return blocks
+        cited = grounding_citation(self.grounding_metadata)
+        for at in range(len(blocks) - 1, -1, -1):
+            block = blocks[at]
+            if isinstance(block, TextBlock) and block.text:
+                blocks[at] = block.model_copy(
+                    update={"citations": [*(block.citations or []), cited]})
+                return blocks
+        return [*blocks, TextBlock(text="", citations=[cited])]
 
     def _append(self, block: ContentBlock) -> None:
         self.blocks.append(block)

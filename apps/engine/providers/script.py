@@ -6,6 +6,10 @@ text is a JSON object ``{"script": [step, ...]}``. Steps:
 - ``{"thinking": "..."}``: reasoning text;
 - ``{"text": "..."}``: answer text;
 - ``{"tool_call": {"name": "...", "arguments": {...}}}``: one client tool call;
+- ``{"sources": [{"url": "...", "title": "..."}, ...]}``: the answer cites these pages, in the
+  protocol's own form (Anthropic ``citations_delta`` of ``web_search_result_location``,
+  OpenAI-compatible ``url_citation`` annotations, Gemini ``groundingMetadata``), as a search
+  would (the demo's sources);
 - ``{"error": {"status": 529, "in_stream": false, "message": "...", "retry_after": 0}}``: fail
   this request with that HTTP status (or, with ``in_stream: true``, inside a 200 stream), with
   an optional message and ``Retry-After`` header; the retry plays the turn's remaining steps.
@@ -46,7 +50,7 @@ __all__ = [
 
 Step = dict[str, Any]
 
-_KINDS = ("thinking", "text", "tool_call", "error")
+_KINDS = ("thinking", "text", "tool_call", "sources", "error")
 
 
 def _valid_step(step: Any) -> bool:
@@ -60,6 +64,10 @@ def _valid_step(step: Any) -> bool:
                 and isinstance(value.get("arguments", {}), dict))
     if kind == "error":
         return isinstance(value, dict) and isinstance(value.get("status", 500), int)
+    if kind == "sources":
+        return isinstance(value, list) and all(
+            isinstance(s, dict) and isinstance(s.get("url"), str)
+            and isinstance(s.get("title", ""), str) for s in value)
     return False
 
 

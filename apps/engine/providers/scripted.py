@@ -22,7 +22,9 @@ from typing import Any
 from apps.engine.errors import ProviderError
 from apps.engine.events import (
     ChatStreamEvent,
+    Citation,
     ContentDelta,
+    GroundingMetadata,
     MessageEnd,
     MessageStart,
     ReasoningDelta,
@@ -110,6 +112,8 @@ def script_events(steps: list[Step], error: Step | None, protocol: str, n: int
                 items.append(ThinkingSignature(signature=f"scripted-signature-{n}"))
         elif kind == "text":
             items.extend(ContentDelta(text=piece) for piece in pieces(value))
+        elif kind == "sources":
+            items.extend(_cited(value, protocol))
         elif kind == "tool_call":
             call = ToolCall(id=f"call_s{n}_{len(calls)}", provider_id=f"call_s{n}_{len(calls)}",
                             name=value["name"], arguments=value.get("arguments", {}),
@@ -125,6 +129,19 @@ def script_events(steps: list[Step], error: Step | None, protocol: str, n: int
     items.append(MessageEnd(usage=Usage(input_tokens=0, output_tokens=output),
                             stop_reason="tool_use" if calls else "end_turn"))
     return items
+
+
+def _cited(found: list[dict[str, Any]], protocol: str) -> list[TurnItem]:
+    """A ``sources`` step as the protocol's adapter would surface it (see fakellm's wire)."""
+    if protocol == "gemini":
+        return [GroundingMetadata({"groundingChunks": [
+            {"web": {"uri": s["url"], "title": s.get("title", "")}} for s in found]})]
+    if protocol == "anthropic":
+        return [Citation(citation={"type": "web_search_result_location", "url": s["url"],
+                                   "title": s.get("title", ""), "cited_text": ""})
+                for s in found]
+    return [Citation(citation={"type": "url_citation", "url_citation": {
+        "url": s["url"], "title": s.get("title", "")}}) for s in found]
 
 
 def _error(step: Step, *, in_stream: bool) -> ProviderError:

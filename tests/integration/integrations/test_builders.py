@@ -117,7 +117,8 @@ def test_run_settings_fill_a_run_config(model: ModelConfig) -> None:
     model.default_reasoning = {"effort": "high", "thinking_budget": 4096}
     settings = run_settings(model)
     assert settings == {"model": "vendor-large", "context_window": 128_000, "max_tokens": 16_000,
-                        "reasoning": ReasoningParams(effort="high", thinking_budget=4096)}
+                        "reasoning": ReasoningParams(effort="high", thinking_budget=4096),
+                        "server_tools": ()}
     assert RunConfig(**settings, system="You help.").max_tokens == 16_000
 
 

@@ -4,6 +4,7 @@
 // Its own words come from Django's JavaScript catalog (gettext, ngettext, interpolate: /jsi18n/).
 
 import { setMarkdown } from "./markdown.js";
+import { renderSources } from "./sources.js";
 import { personName } from "./store.js";
 import { renderElicitations } from "./elicitation.js";
 import { createCard, renderCard } from "./tools.js";
@@ -145,6 +146,7 @@ export class Renderer {
     if (dirty.notices) this.renderNotices();
     if (dirty.todos) this.renderTodos();
     if (dirty.elicitations || dirty.role) this.renderElicitations();
+    if (dirty.settings && this.settingsUi) this.settingsUi.render(); // model_settings.js
     if (store.ready) this.transcript.setAttribute("aria-busy", "false");
     if (stick && (dirty.messages.size || dirty.order)) this.scrollToBottom();
   }
@@ -204,6 +206,7 @@ export class Renderer {
     renderImages(msg, article);
     this.renderCalls(msg, article);
     this.renderWiki(msg, article);
+    renderSources(article, article.querySelector(".body"), msg.sources);
     const empty = isEmpty(msg);
     const chat = this.store.agentMode === "mention";
     const mine = article.classList.contains("mine");

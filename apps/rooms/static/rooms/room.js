@@ -3,6 +3,7 @@
 
 import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
+import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
 import { RoomSocket } from "./socket.js";
 import { Store } from "./store.js";
@@ -94,6 +95,7 @@ function start(root) {
         if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
         store.dirty.run = true; // a refused mode switch: the select shows the mode again
+        store.dirty.settings = true; // a refused configure: the controls show the settings again
         root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled], "
                               + "form.elicitation [disabled]")
           .forEach((el) => { el.disabled = false; });
@@ -139,6 +141,11 @@ function start(root) {
   function stop() {
     if (!store.run || !store.canWrite) return;
     socket.send({ type: "stop" });
+  }
+
+  const settingsBox = root.querySelector("#model-settings");
+  if (settingsBox) {
+    renderer.settingsUi = setupModelSettings(settingsBox, { store, send: (f) => socket.send(f) });
   }
 
   const composer = root.querySelector("#composer");

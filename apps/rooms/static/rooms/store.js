@@ -60,7 +60,7 @@ export class Store {
     this.loadingHistory = false;
     this.dirty = { order: true, messages: new Set(), run: true, presence: true, typing: true,
                    usage: true, notices: true, todos: true, role: true, history: true,
-                   prepended: false, elicitations: true };
+                   prepended: false, elicitations: true, settings: true };
     for (const msg of this.local.values()) this._adopt(msg);
   }
 
@@ -80,7 +80,7 @@ export class Store {
     const dirty = this.dirty;
     this.dirty = { order: false, messages: new Set(), run: false, presence: false,
                    typing: false, usage: false, notices: false, todos: false, role: false,
-                   history: false, prepended: false, elicitations: false };
+                   history: false, prepended: false, elicitations: false, settings: false };
     return dirty;
   }
 
@@ -231,6 +231,7 @@ export class Store {
                          supersededBy: m.superseded_by_run || null });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
+    msg.sources = m.sources || [];
     this._place(msg, { pending: msg.queued });
     return msg;
   }
@@ -239,6 +240,7 @@ export class Store {
     this.reset();
     this.you = state.you;
     this.conversation = state.conversation;
+    this.models = state.models || []; // [{id, name, controls, defaults}] (model_settings.js)
     for (const m of state.messages || []) this._addStored(m);
     this.before = state.before || null;
     if (state.run) this.run = { ...state.run, stopping: state.run.stopped_by };
@@ -548,6 +550,13 @@ const HANDLERS = {
     for (const msg of this.messages.values()) this.touch(msg); // the "called the agent" marks
     this.dirty.run = true;
   },
+  settings_changed(ev) {
+    if (this.conversation) this.conversation.settings = { model: ev.model, reasoning: ev.reasoning };
+    const text = gettext("%(name)s changed the model settings: they apply from the next run.");
+    this.notice("settings", "info", interpolate(text, { name: personName(ev.by) }, true),
+                { replace: true });
+    this.dirty.settings = true;
+  },
   run_queued(ev) {
     this.run = { id: ev.run_id, status: "queued", model: null, started_by: ev.started_by,
                  stopped_by: null, stopping: null, turn: null };
@@ -636,6 +645,7 @@ const HANDLERS = {
     msg.role = "assistant";
     msg.status = ev.status || "complete";
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
+    msg.sources = ev.sources || [];
   },
   tool_started(ev) {
     const call = this._call(ev.call_id, ev.name);
