@@ -120,8 +120,9 @@ def images_attached(*, conversation: Conversation, ids: list[str]) -> list[dict[
     """The ``image`` content blocks of the images ``ids`` (in that order) for a message of
     ``conversation``. Raises ApplicationError ``invalid`` for more than
     ``CONFAB["IMAGES_PER_MESSAGE"]``, an id that is not one of this conversation's images
-    (another conversation's or team's answers the same as a missing one), or when the team's
-    model (the one its next run uses) does not read images (a notice instead of the provider's error later)."""
+    (another conversation's or team's answers the same as a missing one), or when the model
+    the conversation's next run uses does not read images (a notice instead of the provider's
+    error later)."""
     if not ids:
         return []
     most = settings.CONFAB["IMAGES_PER_MESSAGE"]
