@@ -18,7 +18,7 @@ function line(source) {
   link.href = source.href;
   link.textContent = source.title || source.site;
   link.target = "_blank";
-  link.rel = "noopener noreferrer nofollow";
+  link.relList.add("noopener", "noreferrer", "nofollow");
   const site = document.createElement("span");
   site.className = "source-site";
   site.textContent = source.site || "";
