@@ -261,6 +261,11 @@ CONFAB = {
     # whose group was quiet this long reads the last seq from the store (keep the first lower).
     "HWM_INTERVAL_S": env_float("CONFAB_HWM_INTERVAL_S", 2.0),
     "TAIL_CHECK_S": env_float("CONFAB_TAIL_CHECK_S", 3.0),
+    # Presence (seconds): a socket sends its client at most one presence frame per interval
+    # (joins and leaves meanwhile are gathered), and relays its person's typing at most once
+    # per TYPING_INTERVAL_S (clients show it for 4 s).
+    "PRESENCE_INTERVAL_S": env_float("CONFAB_PRESENCE_INTERVAL_S", 0.2),
+    "TYPING_INTERVAL_S": env_float("CONFAB_TYPING_INTERVAL_S", 2.0),
     # History: a state frame (and each older page) carries at most this many messages and,
     # past the first, this many bytes of them; a socket that reconnects having missed more
     # than REPLAY_MAX_EVENTS events gets a fresh state frame instead of the replay.

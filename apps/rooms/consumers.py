@@ -14,14 +14,12 @@ layer dropped; either ends in an ``hwm`` frame.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
@@ -57,6 +55,7 @@ from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
 from apps.rooms.images import images_attached
 from apps.rooms.models import Conversation
+from apps.rooms.presence import Roster, Throttle
 from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.configure import conversation_configure
@@ -101,6 +100,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         finally:  # however the socket ended
             if self._watching is not None:
                 self._watching.cancel()
+            if self.joined:
+                self.roster.close()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         if self.joined and not message["type"].startswith(("websocket.", "conv.")):
@@ -122,7 +123,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         self.conversation_id, self.team_id = conversation.pk, conversation.room.team_id
         self.me = {"id": user.pk, "name": user.shown_name}
-        self.present: dict[str, dict[str, Any]] = {}
+        conf = settings.CONFAB
+        self.roster = Roster(self.clock, conf["PRESENCE_INTERVAL_S"],
+                             me=(self.channel_name, self.me), send_frame=self.send_json,
+                             announce=self._here)
+        self.typing = Throttle(self.clock, conf["TYPING_INTERVAL_S"])
         self.tail = TailWatch(self.clock, settings.CONFAB["TAIL_CHECK_S"], run_open=False)
         self._log_lock = asyncio.Lock()  # live events, marks and tail checks send in turn
         await self.channel_layer.group_add(conversation_group(self.conversation_id),
@@ -324,7 +329,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case PromptsFrame():
                 await self.send_json({"type": "prompts", "prompts": await team_prompts(
                     conversation.room.team, membership.user)})
-            case TypingFrame():
+            case TypingFrame() if self.typing.ready():  # else dropped: throttled
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})
 
@@ -362,36 +367,28 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if not await credentials_hold(self.scope, ended_session=message["ended_session"]):
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
 
-    # -- presence (ephemeral: no seq, not in the log) ----------------------------------------
+    # -- presence (ephemeral: no seq, not in the log; coalesced by apps.rooms.presence) -----
     async def _announce(self) -> None:
-        self.present[self.channel_name] = self.me
         await self.channel_layer.group_send(conversation_group(self.conversation_id), {
             "type": "presence.join", "channel": self.channel_name, "user": self.me})
 
+    async def _here(self) -> None:
+        """Tell the group (who joined lately) that this socket is watching."""
+        await self.channel_layer.group_send(conversation_group(self.conversation_id), {
+            "type": "presence.here", "channel": self.channel_name, "user": self.me})
+
     async def presence_join(self, message: dict[str, Any]) -> None:
-        if message["channel"] != self.channel_name:
-            self.present[message["channel"]] = message["user"]
-            # Presence is ephemeral: a join storm that fills an inbox must not end a socket.
-            with contextlib.suppress(ChannelFull):
-                await self.channel_layer.send(message["channel"], {
-                    "type": "presence.here", "channel": self.channel_name, "user": self.me})
-        await self._send_presence()
+        await self.roster.joined(message["channel"], message["user"],
+                                 answer=message["channel"] != self.channel_name)
 
     async def presence_here(self, message: dict[str, Any]) -> None:
-        self.present[message["channel"]] = message["user"]
-        await self._send_presence()
+        await self.roster.joined(message["channel"], message["user"], answer=False)
 
     async def presence_leave(self, message: dict[str, Any]) -> None:
-        if self.present.pop(message["channel"], None) is not None:
-            await self._send_presence()
+        await self.roster.left(message["channel"])
 
     async def presence_typing(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "presence", "typing": message["user"]})
-
-    async def _send_presence(self) -> None:
-        people = {person["id"]: person for person in self.present.values()}
-        await self.send_json({"type": "presence",
-                              "present": sorted(people.values(), key=lambda p: p["name"])})
 
 
 def _send_client_id(content: Any) -> str | None:

@@ -6,7 +6,9 @@ server-side twin of the browser's per-frame rendering — so the channel layer c
 messages per second per stream instead of one per token; anything else flushes them first, so
 order is kept. A message's first delta is not held back: it is what tells the room the agent
 has started answering (issue 22: send -> first ``text_delta``). Each flush also checkpoints
-the message being written, so a client connecting mid-stream sees the text so far.
+the message being written, so a client connecting mid-stream sees the text so far. Flushes go
+through the worker's :mod:`apps.rooms.log_writer`: the runs' flushes that wait meanwhile share
+one transaction.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from apps.engine.events import (
     UsageUpdated,
 )
 from apps.engine.sources import sources
+from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
 from apps.rooms.services.events import conversation_lock, events_append, positions_allocate
@@ -143,18 +146,14 @@ class Projector:
         if not self._buffer:
             return
         deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
-        await database_sync_to_async(self._store_deltas)(deltas)
-
-    def _store_deltas(self, deltas: list[Delta]) -> None:
         for delta in deltas:
             self._draft_apply(delta)
-        with transaction.atomic():
-            events_append(self.conversation_id,
-                          [(d.kind, d.model_dump(mode="json")) for d in deltas], run_id=self.run_id)
-            for message_id in {d.message_id for d in deltas}:
-                draft = self._drafts.get(message_id)
-                if draft is not None:
-                    Message.objects.filter(pk=draft.row_id).update(content=draft.blocks())
+        checkpoints = {draft.row_id: draft.blocks() for draft in
+                       (self._drafts.get(d.message_id) for d in deltas) if draft is not None}
+        # several runs' flushes share one transaction (apps.rooms.log_writer)
+        await log_writer().write(self.conversation_id, self.run_id,
+                                 [(d.kind, d.model_dump(mode="json")) for d in deltas],
+                                 checkpoints)
         self.stored += len(deltas)
 
     def _draft_apply(self, delta: Delta) -> None:

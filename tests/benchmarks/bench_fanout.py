@@ -35,6 +35,12 @@ The machine's load average is printed: other work on it skews the figures. ``--w
 runs N run workers, ``--env NAME=VALUE`` sets confab settings (``DATABASE_CONN_MAX_AGE=60``:
 persistent database connections) to compare. Every process is stopped at the end.
 
+Per step it also prints the worker's CPU per streamed token and Daphne's CPU per ``text_delta``
+frame it delivered (µs). To see where that time goes, profile the two processes during a step
+with py-spy (``pip install py-spy``; ``--keep-logs`` keeps the stack up no longer than the run,
+so attach while it runs): ``py-spy record -r 200 -f raw -o worker.txt -d 45 --pid <pid of
+manage.py runworker agent-runs>``, the same with Daphne's pid, or ``py-spy dump --pid <pid>``.
+
 Two things are set for the stack to survive the benchmark, both reported to the project: the
 Redis URL carries ``socket_timeout=30`` (redis-py 8's 5 s default read timeout equals
 channels-redis's 5 s BZPOPMIN: an idle channel layer raises TimeoutError, redis/redis-py#4091),
@@ -101,6 +107,7 @@ class Sample:
     seconds: float = 0.0  # from the first start to the last end
     settle: float = 0.0  # seconds the joins took to go quiet
     cpu: dict[str, float] = field(default_factory=dict)  # % of one core, per process
+    cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds, per process
     layer_messages: int | None = None  # text_delta events stored (confab)
     to_store: list[float] = field(default_factory=list)  # ms, provider byte -> event row made
     closed: list[int] = field(default_factory=list)  # close codes of sockets the server closed
@@ -122,6 +129,20 @@ class Sample:
 
     def pct(self, q: float) -> float:
         return percentile(self.latencies, q)
+
+    def cpu_us(self, name: str, per: int) -> float:
+        """µs of ``name``'s CPU per one of ``per`` things (NaN when not measured)."""
+        if name not in self.cpu_s or per <= 0:
+            return float("nan")
+        return self.cpu_s[name] * 1e6 / per
+
+    @property
+    def worker_us_per_token(self) -> float:
+        return self.cpu_us("worker", self.conversations * self.tokens)
+
+    @property
+    def daphne_us_per_frame(self) -> float:
+        return self.cpu_us("daphne", self.frames)
 
     @property
     def pace(self) -> float:
@@ -176,6 +197,11 @@ class CpuMeter:
         self._start = {name: self._cpu(pid) for name, pid in self.pids.items()}
         self._busy = self._machine_busy()
         return self
+
+    def seconds(self) -> dict[str, float]:
+        """CPU seconds each named process tree used since the start."""
+        return {name: max(0.0, self._cpu(pid) - self._start[name])
+                for name, pid in self.pids.items()}
 
     def result(self) -> dict[str, float]:
         wall = max(time.monotonic() - self._began, 1e-9)
@@ -467,7 +493,7 @@ class Bench:
             sample.settle = await quiesce(clients)
             with CpuMeter(ctx.cpu_pids) as meter:
                 await run_step(sample, clients, kick, self.args.stagger)
-                sample.cpu = meter.result()
+                sample.cpu, sample.cpu_s = meter.result(), meter.seconds()
             unfinished = {c.conversation for c in clients if not c.ended}
             for client in clients:  # stop what overran the deadline, so the next step is clean
                 if client.conversation in unfinished and client.ws.state.name == "OPEN":
@@ -562,7 +588,10 @@ def progress(sample: Sample) -> None:
           f"lost {sample.lost}  {sample.seconds:.1f}s (joins settled in {sample.settle:.1f}s)  "
           + (f"{len(sample.closed)} sockets closed by the server ({sorted(set(sample.closed))})  "
              if sample.closed else "") +
-          f"cpu% {cpu_text(sample.cpu)}", flush=True)
+          f"cpu% {cpu_text(sample.cpu)}"
+          + (f"  worker {fmt(sample.worker_us_per_token)} µs/token, daphne "
+             f"{fmt(sample.daphne_us_per_frame)} µs/frame" if "worker" in sample.cpu_s else ""),
+          flush=True)
 
 
 async def bench_bare(bench: Bench, stack: Any, points: list[tuple[int, int]]
@@ -657,7 +686,8 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
     header = (f"{'conv x watchers':>15} | {'confab p50':>10} {'p99':>5} {'lost':>4} "
               f"| {'to store p50':>12} {'p99':>5} | {'bare p50':>8} {'p99':>5} "
               f"| {'confab/bare p50':>15} {'p99':>4} | {'layer msgs/token':>16} "
-              f"| {'tok/s':>5} | CPU % (100 = one core)")
+              f"| {'tok/s':>5} | {'worker µs/token':>15} {'daphne µs/frame':>15} "
+              f"| CPU % (100 = one core)")
     print(header)
     print("-" * len(header))
     points = {(n, w) for (_, n, w) in confab}
@@ -673,7 +703,8 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
         print(f"{f'{n} x {w}':>15} | {fmt(c.pct(50)):>10} {fmt(c.pct(99)):>5} {c.lost:>4} "
               f"| {fmt(s50):>12} {fmt(s99):>5} | {fmt(b50):>8} {fmt(b99):>5} "
               f"| {c.pct(50) / b50:>15.1f} {c.pct(99) / b99:>4.1f} | {per_token:>16.3f} "
-              f"| {c.pace:>5.1f} | {cpu_text(c.cpu)}"
+              f"| {c.pace:>5.1f} | {fmt(c.worker_us_per_token):>15} "
+              f"{fmt(c.daphne_us_per_frame):>15} | {cpu_text(c.cpu)}"
               + (f"  (2nd try; 1st p99 {fmt(c.first_p99)})" if c.first_p99 else "")
               + (f"  ({len(c.closed)} sockets closed by the server: {sorted(set(c.closed))})"
                  if c.closed else ""))
@@ -688,7 +719,7 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
               f"({capacity * WATCHERS} sockets) with p99 <= {args.threshold_ms:.0f} ms; "
               f"{crossed.conversations} conversations pass it (p99 {fmt(crossed.pct(99))} ms).")
     else:
-        print(f"Capacity: at least {capacity} concurrent conversations x {WATCHERS} watchers "
+        print(f"Capacity: {capacity} (at least) concurrent conversations x {WATCHERS} watchers "
               f"(p99 stayed <= {args.threshold_ms:.0f} ms up to --max-conversations).")
     samples = list(confab.values())
     stored = sum(s.layer_messages or 0 for s in samples)
@@ -701,7 +732,7 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
     settles = ", ".join(f"{w} watchers {s.settle:.1f} s" for (_, n, w), s in sorted(
         confab.items(), key=lambda kv: kv[0][2]) if n == 1)
     print(f"Joins: the sockets of one conversation went quiet after connecting in {settles} "
-          f"(each join sends presence to every watcher); measured after that.")
+          f"(presence coalesced per PRESENCE_INTERVAL_S); measured after that.")
     print("'to store': provider byte -> the worker builds the event row (coalescing + waiting "
           "for the database thread); the rest of 'confab' is commit -> Redis -> Daphne -> client.")
     bare_ok = [n for (kind, n, w), s in bare.items()

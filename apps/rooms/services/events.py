@@ -11,19 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F, Max
+from django.db import connection, transaction
+from django.db.models import Max
 
-from apps.realtime.groups import conversation_group
+from apps.realtime.groups import EventEnvelope, conversation_group
 from apps.realtime.publish import group_send_on_commit
 from apps.rooms.models import Conversation, ConversationEvent, Message
 
 __all__ = [
     "conversation_lock",
     "event_append",
+    "event_envelope",
     "events_after",
     "events_append",
     "events_last_seq",
+    "events_store",
     "positions_allocate",
     "seq_allocate",
 ]
@@ -44,13 +46,40 @@ def positions_allocate(conversation_id: int, count: int) -> int:
 
 
 def seq_allocate(conversation_id: int, count: int = 1) -> int:
-    """Reserve ``count`` numbers; returns the first. Call inside a transaction."""
-    updated = Conversation.objects.filter(pk=conversation_id).update(
-        last_seq=F("last_seq") + count)  # UPDATE takes the row lock (SQLite: the write lock)
-    if not updated:
+    """Reserve ``count`` numbers; returns the first. Call inside a transaction. One round trip:
+    the UPDATE takes the row lock (SQLite: the write lock) and RETURNING reads the new value
+    (PostgreSQL, SQLite >= 3.35)."""
+    meta, quote = Conversation._meta, connection.ops.quote_name
+    table, pk = quote(meta.db_table), quote(meta.pk.column)
+    last = quote(meta.get_field("last_seq").column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET {last} = {last} + %s WHERE {pk} = %s "
+                       f"RETURNING {last}", [count, conversation_id])
+        row = cursor.fetchone()
+    if row is None:
         raise Conversation.DoesNotExist(f"conversation {conversation_id} is gone")
-    last = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_id)
-    return last - count + 1
+    return int(row[0]) - count + 1
+
+
+def events_store(conversation_id: int, events: Iterable[tuple[str, dict[str, Any]]], *,
+                 run_id: int | None = None) -> list[ConversationEvent]:
+    """Store ``(kind, payload)`` events with consecutive seqs, without broadcasting them: the
+    caller broadcasts each (:func:`event_envelope`) once the transaction has committed. Call
+    inside a transaction. Raises ``Conversation.DoesNotExist`` when the conversation is gone."""
+    items = list(events)
+    if not items:
+        return []
+    first = seq_allocate(conversation_id, len(items))
+    return ConversationEvent.objects.bulk_create([
+        ConversationEvent(conversation_id=conversation_id, seq=first + i, kind=kind,
+                          payload=payload, run_id=run_id)
+        for i, (kind, payload) in enumerate(items)
+    ])
+
+
+def event_envelope(row: ConversationEvent) -> EventEnvelope:
+    """The channel-layer message that carries a stored event to the sockets."""
+    return {"type": "conv.event", "seq": row.seq, "event": row.payload}
 
 
 def events_append(conversation_id: int, events: Iterable[tuple[str, dict[str, Any]]], *,
@@ -59,20 +88,11 @@ def events_append(conversation_id: int, events: Iterable[tuple[str, dict[str, An
 
     ``payload`` is the event as clients receive it (it holds its own ``kind``).
     """
-    items = list(events)
-    if not items:
-        return []
     with transaction.atomic():
-        first = seq_allocate(conversation_id, len(items))
-        rows = ConversationEvent.objects.bulk_create([
-            ConversationEvent(conversation_id=conversation_id, seq=first + i, kind=kind,
-                              payload=payload, run_id=run_id)
-            for i, (kind, payload) in enumerate(items)
-        ])
+        rows = events_store(conversation_id, events, run_id=run_id)
         group = conversation_group(conversation_id)
         for row in rows:
-            group_send_on_commit(group, {"type": "conv.event", "seq": row.seq,
-                                         "event": row.payload})
+            group_send_on_commit(group, dict(event_envelope(row)))
     return rows
 
 

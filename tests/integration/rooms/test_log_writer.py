@@ -1,0 +1,72 @@
+"""Several runs' flushes share the worker's log writer (issue 20): every event is stored with
+its seq before it is broadcast, each conversation's events reach its group in seq order, and a
+conversation that is gone fails only its own write."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import channel_layers, get_channel_layer
+
+from apps.accounts.models import Team, User
+from apps.realtime.groups import conversation_group
+from apps.rooms.log_writer import log_writer
+from apps.rooms.models import Conversation, ConversationEvent, Room, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    channel_layers.backends.clear()
+
+
+async def conversations(team: Team, user: User, count: int) -> list[tuple[int, int]]:
+    room = await Room.objects.acreate(team=team, name="General", created_by=user)
+    out = []
+    for i in range(count):
+        conversation = await Conversation.objects.acreate(room=room, title=f"c{i}",
+                                                          created_by=user)
+        run = await Run.objects.acreate(conversation=conversation, started_by=user)
+        out.append((conversation.pk, run.pk))
+    return out
+
+
+def delta(text: str) -> tuple[str, dict]:
+    return "text_delta", {"kind": "text_delta", "message_id": "m", "text": text}
+
+
+async def test_concurrent_flushes_are_stored_then_broadcast_in_seq_order(
+        acme: Team, alice: User) -> None:
+    convs = await conversations(acme, alice, 3)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    for conversation_id, _ in convs:
+        await layer.group_add(conversation_group(conversation_id), channel)
+    writer = log_writer()
+    await asyncio.gather(*(writer.write(c, r, [delta(f"{c}a"), delta(f"{c}b")], {})
+                           for c, r in convs for _ in range(2)))
+    heard: dict[int, list[int]] = {}
+    for _ in range(len(convs) * 4):
+        message = await asyncio.wait_for(layer.receive(channel), 5)
+        conversation_id = int(message["event"]["text"][:-1])
+        assert await ConversationEvent.objects.filter(  # stored before it was broadcast
+            conversation_id=conversation_id, seq=message["seq"]).aexists()
+        heard.setdefault(conversation_id, []).append(message["seq"])
+    assert heard == {c: [1, 2, 3, 4] for c, _ in convs}
+
+
+async def test_a_conversation_that_is_gone_fails_only_its_own_write(
+        acme: Team, alice: User) -> None:
+    (kept, kept_run), (gone, gone_run) = await conversations(acme, alice, 2)
+    await sync_to_async(Conversation.objects.filter(pk=gone).delete)()
+    writer = log_writer()
+    results = await asyncio.gather(writer.write(kept, kept_run, [delta("ok")], {}),
+                                   writer.write(gone, gone_run, [delta("lost")], {}),
+                                   return_exceptions=True)
+    assert results[0] is None
+    assert isinstance(results[1], Conversation.DoesNotExist)
+    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
+        conversation_id=kept)] == ["ok"]
