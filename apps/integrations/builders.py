@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from pydantic import ValidationError
 
 from apps.accounts.models import Team
@@ -38,6 +38,7 @@ __all__ = [
     "provider_settings",
     "reasoning_params",
     "run_settings",
+    "team_models",
     "usable_models",
     "validate_provider",
 ]
@@ -109,6 +110,18 @@ def provider_for(config: ProviderConfig) -> RetryingProvider:
 def usable_models() -> QuerySet[ModelConfig]:
     """The models a run may use: enabled, of an enabled provider (site staff's choice)."""
     return ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+
+
+def team_models(team: Team) -> QuerySet[ModelConfig]:
+    """The usable models the team's members may choose for a conversation: those its owners
+    and admins enabled (``TeamAIConfig.chat_models``), or every usable one when they chose
+    none. The team's default model is always among them."""
+    usable = usable_models()
+    chosen = TeamAIConfig.objects.filter(team=team).values_list("chat_models", flat=True)
+    if not any(pk is not None for pk in chosen):
+        return usable
+    default = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
+    return usable.filter(Q(pk__in=chosen) | Q(pk__in=default))
 
 
 def model_for_team(team: Team) -> ModelConfig | None:

@@ -87,9 +87,18 @@ class DefaultModelForm(forms.Form):
         label="Default model",
     )
 
+    chat_models = forms.ModelMultipleChoiceField(
+        queryset=ModelConfig.objects.filter(enabled=True, provider__enabled=True)
+        .select_related("provider").order_by("provider__name", "display_name", "model_id"),
+        required=False, widget=forms.CheckboxSelectMultiple,
+        label=_("Models members may choose in a conversation"),
+        help_text=_("None ticked: every enabled model. The default model is always offered."),
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["model"].label_from_instance = _model_label
+        self.fields["chat_models"].label_from_instance = _model_label
 
 
 def _model_label(model: ModelConfig) -> str:

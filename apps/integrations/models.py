@@ -72,11 +72,13 @@ class ModelConfig(TimeStampedModel):
 
 
 class TeamAIConfig(TimeStampedModel):
-    """A team's choice of model (None: the site's first enabled model)."""
+    """A team's choice of model (None: the site's first enabled model) and the models its
+    members may choose per conversation (``chat_models``; none chosen: every enabled one)."""
 
     team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="ai_config")
     default_model = models.ForeignKey(ModelConfig, null=True, blank=True,
                                       on_delete=models.SET_NULL, related_name="+")
+    chat_models = models.ManyToManyField(ModelConfig, blank=True, related_name="+")
 
 
 # -- MCP servers (DESIGN 2.7, 3.6, 4) ----------------------------------------------------------

@@ -8,6 +8,7 @@ outcome, with the error ``kind`` of DESIGN 2.3 on failure, and never the API key
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from asgiref.sync import async_to_sync
@@ -42,18 +43,25 @@ _MESSAGE_CHARS = 300
 
 # -- a team's settings -----------------------------------------------------------------------
 @transaction.atomic
-def team_set_default_model(*, team: Team, model: ModelConfig | None, by: User) -> TeamAIConfig:
-    """Make ``model`` the team's default (None: back to the site's first enabled model).
+def team_set_default_model(*, team: Team, model: ModelConfig | None, by: User,
+                           chat_models: Iterable[ModelConfig] | None = None) -> TeamAIConfig:
+    """Make ``model`` the team's default (None: back to the site's first enabled model) and,
+    when given, ``chat_models`` the models its members may choose per conversation (empty:
+    every enabled one; see :func:`apps.integrations.builders.team_models`).
 
-    Errors: ``not_found``/``forbidden`` (not a manager of the team); ``invalid`` when the model
-    or its provider is disabled.
+    Errors: ``not_found``/``forbidden`` (not a manager of the team); ``invalid`` when a model
+    or its provider is disabled (nothing is saved then).
     """
     require_manager(by, team)
-    if model is not None and not ModelConfig.objects.filter(
-            pk=model.pk, enabled=True, provider__enabled=True).exists():
-        raise ApplicationError(ErrorCode.INVALID, f"The model {model} is not available.")
+    chosen = list(chat_models) if chat_models is not None else None
+    for candidate in ([model] if model is not None else []) + (chosen or []):
+        if not ModelConfig.objects.filter(pk=candidate.pk, enabled=True,
+                                          provider__enabled=True).exists():
+            raise ApplicationError(ErrorCode.INVALID, f"The model {candidate} is not available.")
     config, _ = TeamAIConfig.objects.update_or_create(team=team,
                                                       defaults={"default_model": model})
+    if chosen is not None:
+        config.chat_models.set(chosen)
     return config
 
 

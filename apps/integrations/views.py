@@ -92,7 +92,8 @@ def team_model(request: HttpRequest, team_id: int) -> HttpResponse:
     if not form.is_valid():
         return _settings_page(request, team, model_form=form)
     try:
-        team_set_default_model(team=team, model=form.cleaned_data["model"], by=request.user)
+        team_set_default_model(team=team, model=form.cleaned_data["model"], by=request.user,
+                               chat_models=form.cleaned_data["chat_models"])
     except ApplicationError as error:
         refusal(request, error)
     else:
@@ -351,10 +352,12 @@ def _settings_page(
     mcp_form: McpHttpServerForm | None = None,
     mcp_report: McpProbeReport | None = None,
 ) -> HttpResponse:
-    chosen = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
+    config = TeamAIConfig.objects.filter(team=team).first()
+    initial = ({"model": config.default_model_id, "chat_models": list(config.chat_models.all())}
+               if config else {})
     context = {
         "team": team,
-        "model_form": model_form or DefaultModelForm(initial={"model": chosen.first()}),
+        "model_form": model_form or DefaultModelForm(initial=initial),
         "handle_form": handle_form or AgentHandleForm(initial={"handle": team.agent_handle}),
         "tools_form": tools_form or ToolPolicyForm(policy=team.tool_policy),
         "mcp": _with_sign_ins(team_mcp_overview(team), team, request.user),  # type: ignore[arg-type]

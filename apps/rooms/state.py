@@ -63,7 +63,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "wiki_changes": page.wiki_changes,
             "compaction": _compaction(conversation),
             "usage": _usage(conversation_id),
-            "models": model_choices(),
+            "models": model_choices(conversation.room.team),
         }
 
 

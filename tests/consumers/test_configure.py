@@ -11,7 +11,7 @@ import pytest
 from django.test import AsyncClient
 
 from apps.accounts.models import User
-from apps.integrations.models import ModelConfig
+from apps.integrations.models import ModelConfig, TeamAIConfig
 from apps.rooms.models import Conversation, ConversationEvent, Run
 from tests.consumers.conftest import Client, connect, script
 
@@ -140,6 +140,28 @@ async def test_a_disabled_model_cannot_be_chosen_and_a_chosen_one_falls_back(
     assert error["code"] == "invalid"
     await _reply(client, "a1", script({"text": "fallback"}))
     assert model_requests[-1]["model"] == "confab-offline"  # the team's model, not an error
+    await client.close()
+
+
+async def test_only_the_models_the_team_enabled_are_offered_and_may_be_chosen(
+        alice: User, conversation: Conversation, thinker: ModelConfig, worker: None,
+        model_requests: list[dict[str, Any]]) -> None:
+    """Owners and admins choose which models members may pick (none ticked: every one); a
+    choice the team later takes back falls back to the team's model."""
+    offline = await ModelConfig.objects.aget(model_id="confab-offline")
+    client, _ = await connect(alice, conversation.pk)
+    await _configure(client, model=thinker.pk, reasoning={"effort": "low"})
+    await client.close()
+    config, _ = await TeamAIConfig.objects.aupdate_or_create(
+        team_id=conversation.room.team_id, defaults={"default_model": offline})
+    await config.chat_models.aset([offline])
+    client, state = await connect(alice, conversation.pk)
+    assert [m["id"] for m in state["models"]] == [offline.pk]
+    assert state["conversation"]["settings"] == {"model": offline.pk, "reasoning": {}}
+    error = await _configure(client, model=thinker.pk, reasoning={})
+    assert error["code"] == "invalid"
+    await _reply(client, "a1", script({"text": "the team's model"}))
+    assert model_requests[-1]["model"] == "confab-offline"
     await client.close()
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.accounts.models import Membership
+from apps.accounts.models import Membership, Team
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.messages import ReasoningParams
-from apps.integrations.builders import model_for_team, reasoning_params, usable_models
+from apps.integrations.builders import model_for_team, reasoning_params, team_models
 from apps.integrations.models import ModelConfig
 from apps.rooms.models import Conversation
 from apps.rooms.services.access import require_writer
@@ -28,11 +28,12 @@ __all__ = ["conversation_configure", "conversation_settings", "model_choices",
            "reasoning_record", "run_model"]
 
 
-def model_choices() -> list[dict[str, Any]]:
-    """The models a member may choose, in the admin's order: ``[{"id": ModelConfig pk,
+def model_choices(team: Team) -> list[dict[str, Any]]:
+    """The models a member of ``team`` may choose (:func:`team_models`), in the admin's
+    order: ``[{"id": ModelConfig pk,
     "name", "model_id", "provider": provider name, "controls": extend_params,
     "defaults": {control: default_reasoning value}}]``."""
-    rows = usable_models().select_related("provider").order_by("pk")
+    rows = team_models(team).select_related("provider").order_by("pk")
     return [{"id": m.pk, "name": str(m), "model_id": m.model_id, "provider": m.provider.name,
              "controls": list(m.extend_params or []),
              "defaults": {k: v for k, v in (m.default_reasoning or {}).items()
@@ -42,10 +43,11 @@ def model_choices() -> list[dict[str, Any]]:
 
 def run_model(conversation: Conversation) -> tuple[ModelConfig | None, dict[str, Any]]:
     """The model the conversation's next run uses, with the reasoning fields chosen for it:
-    the member's choice while it is usable, else the team's model with none (the choice was
-    for another model). ``(None, {})`` when no model is configured at all."""
+    the member's choice while it is usable and one the team offers (:func:`team_models`),
+    else the team's model with none (the choice was for another model). ``(None, {})`` when
+    no model is configured at all."""
     if conversation.model_id is not None:
-        chosen = (usable_models().filter(pk=conversation.model_id)
+        chosen = (team_models(conversation.room.team).filter(pk=conversation.model_id)
                   .select_related("provider").first())
         if chosen is not None:
             return chosen, dict(conversation.reasoning or {})
@@ -88,7 +90,7 @@ def conversation_configure(*, conversation: Conversation, model: int,
     disabled model, or a control it does not declare (nothing is stored then);
     ``forbidden`` for a viewer (``membership``: the member's, of the conversation's team)."""
     require_writer(membership)
-    chosen_model = usable_models().filter(pk=model).first()
+    chosen_model = team_models(conversation.room.team).filter(pk=model).first()
     if chosen_model is None:
         raise ApplicationError(ErrorCode.INVALID, f"There is no model {model!r} to choose.")
     chosen = _checked(chosen_model, reasoning)

@@ -8,7 +8,7 @@ import pytest
 
 from apps.accounts.models import Membership, Role, Team, User
 from apps.common.errors import ApplicationError, ErrorCode
-from apps.integrations.builders import model_for_team
+from apps.integrations.builders import model_for_team, team_models
 from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
 from apps.integrations.services import team_set_default_model, team_set_tool_policy
 
@@ -35,6 +35,23 @@ def test_an_owner_chooses_the_default_model(
     team_set_default_model(team=acme, model=None, by=alice)
     assert model_for_team(acme) == model
     assert TeamAIConfig.objects.filter(team=acme).count() == 1
+
+
+def test_an_owner_chooses_the_models_members_may_pick(
+    acme: Team, globex: Team, alice: User, model: ModelConfig, other_model: ModelConfig
+) -> None:
+    third = ModelConfig.objects.create(provider=model.provider, model_id="vendor-medium")
+    assert set(team_models(acme)) == {model, other_model, third}  # none ticked: every one
+    team_set_default_model(team=acme, model=third, by=alice, chat_models=[other_model])
+    assert set(team_models(acme)) == {other_model, third}  # the default is always offered
+    assert set(team_models(globex)) == {model, other_model, third}  # another team's own
+    ModelConfig.objects.filter(pk=other_model.pk).update(enabled=False)
+    assert set(team_models(acme)) == {third}
+    refused(ErrorCode.INVALID, lambda: team_set_default_model(
+        team=acme, model=None, by=alice, chat_models=[other_model]))
+    assert set(TeamAIConfig.objects.get(team=acme).chat_models.all()) == {other_model}
+    team_set_default_model(team=acme, model=None, by=alice, chat_models=[])
+    assert set(team_models(acme)) == {model, third}
 
 
 def test_an_admin_may_choose_too(acme: Team, bob: User, model: ModelConfig) -> None:

@@ -36,6 +36,18 @@ def test_an_owner_chooses_the_default_model(signed_in, acme, alice, model) -> No
     assert TeamAIConfig.objects.get(team=acme).default_model is None
 
 
+def test_an_owner_ticks_the_models_members_may_choose(signed_in, acme, alice, model) -> None:
+    small = ModelConfig.objects.create(provider=model.provider, model_id="vendor-small")
+    client = signed_in(alice)
+    url = reverse("integrations:team_model", args=[acme.pk])
+    response = client.post(url, {"model": model.pk, "chat_models": [small.pk]}, follow=True)
+    assert set(TeamAIConfig.objects.get(team=acme).chat_models.all()) == {small}
+    assert response.context["model_form"].initial["chat_models"] == [small]
+    assert b"Models members may choose in a conversation" in response.content
+    client.post(url, {"model": model.pk})  # none ticked: every enabled model again
+    assert not TeamAIConfig.objects.get(team=acme).chat_models.exists()
+
+
 def test_a_disabled_model_cannot_be_chosen(signed_in, acme, alice, model) -> None:
     off = ModelConfig.objects.create(provider=model.provider, model_id="retired", enabled=False)
     response = signed_in(alice).post(reverse("integrations:team_model", args=[acme.pk]),
