@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench conformance lint-imports messages venv system-deps clean
+.PHONY: demo test bench chaos conformance lint-imports messages venv system-deps clean
 
 venv: $(STAMP)
 
@@ -73,6 +73,11 @@ bench: $(STAMP)
 	@set -e; for bench in tests/benchmarks/bench_*.py; do \
 		module=$${bench%.py}; echo "== $$module"; $(PY) -m $${module//\//.}; \
 	done
+
+## The chaos suite (tests/chaos, on demand; not part of `make test`, which ignores it like the
+## benchmarks): faults, floods and fuzz against the real stack; prints one table at the end.
+chaos: $(STAMP) system-deps
+	$(PY) -m pytest -o addopts="-ra --strict-markers" -p no:cacheprovider tests/chaos
 
 ## The MCP conformance suite's client scenarios against confab's MCP client (on demand): the
 ## pinned suite and a Node 22 from the npm registry into .cache/ (the suite needs fs.globSync).

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from apps.engine.messages import RedactedThinkingBlock, ServerToolBlock, Thinkin
 from apps.engine.providers import PROTOCOLS, translator_class
 from apps.engine.providers.assembler import MessageAssembler
 from apps.engine.providers.sse import SSEDecoder
+from apps.engine.providers.wellformed import translated
 
 __all__ = ["chunked", "replay", "main"]
 
@@ -50,10 +52,10 @@ def replay_events(protocol: str, chunks: Iterable[bytes]) -> tuple[list[ChatStre
     try:
         for chunk in chunks:
             for sse in decoder.feed(chunk):
-                events.extend(translator.feed(sse))
+                events.extend(translated(protocol, partial(translator.feed, sse)))
         for sse in decoder.close():
-            events.extend(translator.feed(sse))
-        events.extend(translator.finish())
+            events.extend(translated(protocol, partial(translator.feed, sse)))
+        events.extend(translated(protocol, translator.finish))
     except ProviderError as error:
         return events, error
     return events, None

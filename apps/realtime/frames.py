@@ -42,6 +42,8 @@ from pydantic import (
     model_validator,
 )
 
+from apps.realtime.storable import storable_text
+
 __all__ = [
     "CLIENT_FRAME",
     "AnswerFrame",
@@ -72,6 +74,8 @@ service refuses a long message in plain words (``CONFAB_MESSAGE_MAX_CHARS``) wit
 
 class _Frame(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    _storable = field_validator("*")(storable_text)  # every string reaches PostgreSQL
 
 
 def _not_blank(text: str) -> str:

@@ -58,3 +58,21 @@ async def test_an_answer_over_the_setting_is_refused_too(alice: User, conversati
     refused = await _refusal(a, {"type": "answer", "question_id": "q", "text": "z" * 21})
     assert refused["code"] == "too_large" and "client_id" not in refused
     await a.close()
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "send", "client_id": "n1", "text": "a\x00b"},
+    {"type": "answer", "question_id": "q\x00", "text": "yes"},
+    {"type": "decide", "tool_call_id": "\x00", "decision": "deny"},
+], ids=["send-text", "answer-question-id", "decide-tool-call-id"])
+async def test_a_nul_character_is_refused_as_a_bad_frame(alice: User, conversation,
+                                                         frame: dict) -> None:
+    """PostgreSQL cannot store U+0000: such a frame used to fail in the database and close the
+    socket with 1011 (the chaos suite's frame fuzz); it is refused, and the socket stays."""
+    a, _ = await connect(alice, conversation.pk)
+    refused = await _refusal(a, frame)
+    assert refused["code"] == "bad_frame" and "NUL" in refused["message"]
+    assert not await Message.objects.filter(conversation=conversation).aexists()
+    await a.send({"type": "send", "client_id": "ok2", "text": "still here"})
+    assert (await a.until(lambda f: f["type"] == "ack"))["client_id"] == "ok2"
+    await a.close()

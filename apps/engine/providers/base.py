@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx2
@@ -25,6 +26,7 @@ from apps.engine.events import ChatStreamEvent, MessageEnd, ReasoningDelta
 from apps.engine.messages import ChatRequest
 from apps.engine.providers.classify import classify_error
 from apps.engine.providers.sse import SSEDecoder, SSEEvent
+from apps.engine.providers.wellformed import translated
 
 __all__ = [
     "AiProvider",
@@ -168,7 +170,7 @@ class HttpProvider:
                 async for chunk in chunks:
                     started = True
                     for sse in decoder.feed(chunk):
-                        for event in translator.feed(sse):
+                        for event in translated(self.protocol, partial(translator.feed, sse)):
                             yield reasoning.observe(event)
                     # A translator may expose ``done`` (its terminal marker was seen): stop
                     # reading, so a server that keeps the connection open cannot hang the turn.
@@ -176,9 +178,9 @@ class HttpProvider:
                         await _drain(chunks)
                         break
                 for sse in decoder.close():
-                    for event in translator.feed(sse):
+                    for event in translated(self.protocol, partial(translator.feed, sse)):
                         yield reasoning.observe(event)
-                for event in translator.finish():
+                for event in translated(self.protocol, translator.finish):
                     yield reasoning.observe(event)
         except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as exc:
             raise ProviderError(  # a configuration mistake: retrying cannot help
