@@ -255,6 +255,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except (ValidationError, ValueError) as exc:
             await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)), sent)
             return
+        if isinstance(frame, TypingFrame) and not self.typing.ready():
+            return  # throttled: dropped before any database work, or a flood delays our sends
         if not await credentials_hold(self.scope):  # e.g. the password changed since connecting
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
             return
@@ -329,7 +331,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case PromptsFrame():
                 await self.send_json({"type": "prompts", "prompts": await team_prompts(
                     conversation.room.team, membership.user)})
-            case TypingFrame() if self.typing.ready():  # else dropped: throttled
+            case TypingFrame():  # past the throttle in receive_json
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})
 

@@ -6,6 +6,7 @@ is a :class:`FakeClock` the test advances."""
 from __future__ import annotations
 
 import pytest
+from django.db.backends.utils import CursorWrapper
 
 from apps.accounts.models import User
 from apps.rooms.consumers import ConversationConsumer
@@ -104,4 +105,35 @@ async def test_typing_is_relayed_once_per_interval(
     await typist.send({"type": "typing"})
     assert "typing" in await watcher.until(lambda f: "typing" in f)
     await watcher.close()
+    await typist.close()
+
+
+async def test_a_throttled_typing_frame_costs_no_database_work(
+        alice: User, conversation, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typing flood must not queue database work ahead of the socket's own next frame (the
+    chaos suite's typing flood: a send acknowledged 26 s after 2,000 typing frames). Every
+    query of every thread is counted (passed through, not replaced)."""
+    typist = await join(alice, conversation.pk)
+    await typist.send({"type": "typing"})  # the one relayed this interval
+    seen: list[str] = []
+    execute = CursorWrapper._execute
+
+    def counted(self, sql, *args):
+        seen.append(sql)
+        return execute(self, sql, *args)
+
+    async def queries_of(frames: list[dict]) -> int:
+        seen.clear()
+        for frame in frames:
+            await typist.send(frame)
+        await typist.until(lambda f: f.get("type") == "error")  # the cursor's: all were read
+        return len(seen)
+
+    monkeypatch.setattr(CursorWrapper, "_execute", counted)
+    bad_cursor = {"type": "history", "before": "nonsense"}
+    await queries_of([bad_cursor])  # the first frame's one-time lookups
+    alone = await queries_of([bad_cursor])
+    after_flood = await queries_of([{"type": "typing"}] * 50 + [bad_cursor])
+    assert alone > 0  # the consumer's queries are seen here
+    assert after_flood == alone
     await typist.close()
