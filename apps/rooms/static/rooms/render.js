@@ -3,6 +3,7 @@
 // text from a person or a model goes in through textContent or the sanitizer in markdown.js.
 // Its own words come from Django's JavaScript catalog (gettext, ngettext, interpolate: /jsi18n/).
 
+import { addCodeCopyButtons, copyButton } from "./copy.js";
 import { setMarkdown } from "./markdown.js";
 import { renderSources } from "./sources.js";
 import { personName } from "./store.js";
@@ -110,6 +111,7 @@ export class Renderer {
     this.store = store;
     this.transcript = root.querySelector("#transcript");
     this.articles = new WeakMap(); // message -> <article>
+    this.messageOf = new WeakMap(); // <article> -> message (what its copy button copies)
     this.cards = new WeakMap(); // call -> .tool-card
     this.rendered = new WeakMap(); // message -> {text, thinking, at}
     this.scheduled = false;
@@ -176,14 +178,21 @@ export class Renderer {
   }
 
   // -- messages -------------------------------------------------------------------------------
+  /** The text of the message `article` shows, as written (Markdown); "" for another element. */
+  messageText(article) {
+    const msg = this.messageOf.get(article);
+    return msg ? msg.text : "";
+  }
+
   articleFor(msg) {
     let article = this.articles.get(msg);
     if (!article) {
       article = element("article", "message");
       const head = element("header", "message-head");
-      head.append(element("span", "author"));
+      head.append(element("span", "author"), copyButton(gettext("Copy message")));
       article.append(head, element("div", "body"), element("div", "tools"));
       this.articles.set(msg, article);
+      this.messageOf.set(article, msg);
     }
     return article;
   }
@@ -202,6 +211,7 @@ export class Renderer {
       : msg.role === "assistant" ? gettext("Agent")
         : msg.role === "tool" ? gettext("Tools") : personName(msg.author);
     setText(article.querySelector(".author"), author);
+    article.querySelector(".message-head > .copy").hidden = !msg.text;
     if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
     renderImages(msg, article);
     this.renderCalls(msg, article);
@@ -230,7 +240,11 @@ export class Renderer {
       return false;
     }
     if (seen.thinking !== msg.thinking) this.renderThinking(msg, article);
-    if (seen.text !== msg.text) setMarkdown(article.querySelector(".body"), msg.text);
+    if (seen.text !== msg.text) {
+      const body = article.querySelector(".body");
+      setMarkdown(body, msg.text);
+      addCodeCopyButtons(body);
+    }
     this.rendered.set(msg, { text: msg.text, thinking: msg.thinking, at: now });
     return true;
   }

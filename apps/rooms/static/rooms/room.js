@@ -3,6 +3,7 @@
 
 import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
+import { copiedText, copyWith } from "./copy.js";
 import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
 import { RoomSocket } from "./socket.js";
@@ -178,6 +179,8 @@ function start(root) {
       if (form && !form.hidden) form.querySelector("textarea").focus();
     } else if (action === "elicit-decline" || action === "elicit-cancel") {
       answerElicitation(button.closest("form.elicitation"), action.slice("elicit-".length));
+    } else if (action === "copy") {
+      copyWith(button, copiedText(button, (article) => renderer.messageText(article)));
     } else if (action === "dismiss") {
       store.dismiss(button.dataset.noticeId);
       renderer.schedule();
