@@ -1,7 +1,7 @@
 // Tool cards: one per tool call. The arguments fill in while they stream (partial JSON), then
 // the card shows the status, the duration, the approval buttons or who decided, an AskUser
-// question's form or its answer, and a preview of the result. Cards are updated in place, so a
-// half-typed answer or a focused button survives every redraw.
+// question's form or its answer, and the result (a long one folded, with "Show all"). Cards are
+// updated in place, so a half-typed answer or a focused button survives every redraw.
 
 import { setMarkdown } from "./markdown.js";
 
@@ -14,9 +14,11 @@ const STATUS_TEXT = {
   error: gettext("error"),
   denied: gettext("denied"),
 };
-const PREVIEW_CHARS = 400;
+const FOLD_LINES = 20; // a longer result is folded to its first lines, with "Show all"
+const FOLD_CHARS = 2000;
+const FULL_CHARS = 20000; // "Show all" shows this much at most
 const shownQuestion = new WeakMap(); // .ask-question element -> the text it shows
-const FULL_CHARS = 20000;
+const resultText = new WeakMap(); // .tool-result element -> the result's whole text
 
 function child(parent, selector, make) {
   let el = parent.querySelector(`:scope > ${selector}`);
@@ -170,28 +172,45 @@ function renderQuestion(card, call, canWrite) {
   }
 }
 
+function folded(text) {
+  // The first FOLD_LINES lines, at most FOLD_CHARS characters; null when the text fits.
+  const lines = text.split("\n");
+  if (lines.length <= FOLD_LINES && text.length <= FOLD_CHARS) return null;
+  return `${lines.slice(0, FOLD_LINES).join("\n").slice(0, FOLD_CHARS)}\n…`;
+}
+
+function showResult(box) {
+  // Folded, or (once "Show all" is pressed) the whole text up to FULL_CHARS.
+  const text = resultText.get(box);
+  const short = folded(text);
+  const open = box.dataset.expanded === "true";
+  const full = text.length > FULL_CHARS ? `${text.slice(0, FULL_CHARS)}\n${gettext("… (cut)")}` : text;
+  setText(box.querySelector(".tool-result-preview"), short && !open ? short : full);
+  const toggle = box.querySelector(".tool-result-toggle");
+  show(toggle, !!short);
+  toggle.setAttribute("aria-expanded", String(open));
+  setText(toggle, open ? gettext("Show less")
+    : interpolate(gettext("Show all (%(n)s characters)"), { n: text.length.toLocaleString() }, true));
+}
+
+function resultBox() {
+  const div = element("div", "tool-result");
+  const toggle = element("button", "tool-result-toggle");
+  toggle.type = "button";
+  toggle.addEventListener("click", () => {
+    div.dataset.expanded = String(div.dataset.expanded !== "true");
+    showResult(div);
+  });
+  div.append(element("pre", "tool-result-preview"), toggle);
+  return div;
+}
+
 function renderResult(card, call) {
   if (!call.result) return;
-  const text = call.result.text || gettext("(no output)");
-  const box = child(card, ".tool-result", () => {
-    const div = element("div", "tool-result");
-    div.append(element("pre", "tool-result-preview"));
-    return div;
-  });
+  const box = child(card, ".tool-result", resultBox);
   box.classList.toggle("is-error", call.result.isError);
-  const preview = text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
-  setText(box.querySelector(".tool-result-preview"), preview);
-  if (text.length > PREVIEW_CHARS) {
-    const more = child(box, "details", () => {
-      const details = element("details", "tool-result-full");
-      const all = interpolate(gettext("Show all (%(n)s characters)"),
-                              { n: text.length.toLocaleString() }, true);
-      details.append(element("summary", null, all), element("pre"));
-      return details;
-    });
-    const shown = text.length > FULL_CHARS ? `${text.slice(0, FULL_CHARS)}\n${gettext("… (cut)")}` : text;
-    setText(more.querySelector("pre"), shown);
-  }
+  resultText.set(box, call.result.text || gettext("(no output)"));
+  showResult(box);
 }
 
 /** Bring `card` up to date with `call`; `canWrite`: the person may approve and answer. */
