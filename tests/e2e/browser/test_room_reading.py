@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.browser.live import ConfabServer, People
 from tests.e2e.browser.room import Room, script
@@ -75,3 +75,57 @@ def test_long_tool_outputs_are_folded_until_show_all(
     expect(wide.locator("pre")).to_have_text("0" * 2000 + "\n…")  # each card folds on its own
     toggle.click()
     expect(lines.locator("pre")).not_to_contain_text("21")
+
+
+def contrast(page: Page, badge: Locator) -> float:
+    """The WCAG contrast ratio of ``badge``'s text against its background, as computed."""
+    return page.evaluate("""(el) => {
+      const rgb = (c) => c.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+      const lum = (c) => {
+        const [r, g, b] = rgb(c).map((v) => {
+          v /= 255;
+          return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+      };
+      const style = getComputedStyle(el);
+      const [a, b] = [lum(style.color), lum(style.backgroundColor)].sort((x, y) => y - x);
+      return (a + 0.05) / (b + 0.05);
+    }""", badge.element_handle())
+
+
+def test_each_person_has_their_initials_in_a_colour_of_their_own(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    conversation = confab_server.new_conversation(request.node.name)
+    alice, bob = people.room("alice", conversation), people.room("bob", conversation)
+    alice.send("Hello from Alice")
+    expect(alice.messages("assistant")).to_have_count(1)
+    bob.send("Hello from Bob")
+    expect(alice.messages("assistant")).to_have_count(2)
+
+    badges = alice.messages("user").locator(".initials")
+    expect(badges).to_have_text(["A", "B"])
+    expect(alice.messages("assistant").locator(".initials:visible")).to_have_count(0)  # people only
+    colours = [badges.nth(i).get_attribute("data-colour") for i in range(2)]
+    index = alice.page.evaluate("""async (ids) => {
+      const { colourIndex } = await import("/static/rooms/initials.js");
+      return ids.map((id) => String(colourIndex(id)));
+    }""", [confab_server.user_id("alice"), confab_server.user_id("bob")])
+    assert colours == index  # the colour follows the person's id ...
+    bob.reload()
+    expect(bob.messages("user").locator(".initials")).to_have_text(["A", "B"])
+    assert [bob.messages("user").locator(".initials").nth(i).get_attribute("data-colour")
+            for i in range(2)] == colours  # ... the same for every watcher, after a reload
+
+    for scheme in ("light", "dark"):
+        context = people.new_context(storage_state=people.states["alice"], color_scheme=scheme)
+        try:
+            room = Room(context.new_page(), conversation, f"alice-{scheme}")
+            room.open()
+            badge = room.messages("user").locator(".initials")
+            expect(badge).to_have_count(2)
+            for i in range(2):
+                ratio = contrast(room.page, badge.nth(i))
+                assert ratio >= 4.5, f"{scheme}: initials contrast {ratio:.2f} < 4.5"
+        finally:
+            context.close()

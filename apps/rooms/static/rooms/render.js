@@ -8,6 +8,7 @@ import { setMarkdown } from "./markdown.js";
 import { renderSources } from "./sources.js";
 import { personName } from "./store.js";
 import { renderElicitations } from "./elicitation.js";
+import { renderInitials } from "./initials.js";
 import { createCard, renderCard } from "./tools.js";
 import { renderTitle, renderVersions } from "./versions.js";
 
@@ -189,7 +190,9 @@ export class Renderer {
     if (!article) {
       article = element("article", "message");
       const head = element("header", "message-head");
-      head.append(element("span", "author"), copyButton(gettext("Copy message")));
+      const badge = element("span", "initials");
+      badge.setAttribute("aria-hidden", "true"); // the name follows: read it once
+      head.append(badge, element("span", "author"), copyButton(gettext("Copy message")));
       article.append(head, element("div", "body"), element("div", "tools"));
       this.articles.set(msg, article);
       this.messageOf.set(article, msg);
@@ -211,6 +214,8 @@ export class Renderer {
       : msg.role === "assistant" ? gettext("Agent")
         : msg.role === "tool" ? gettext("Tools") : personName(msg.author);
     setText(article.querySelector(".author"), author);
+    renderInitials(article.querySelector(".initials"),
+                   msg.role === "user" && !msg.summary ? msg.author : null);
     article.querySelector(".message-head > .copy").hidden = !msg.text;
     if (!this.renderText(msg, article)) this.store.touch(msg); // throttled: draw it later
     renderImages(msg, article);
