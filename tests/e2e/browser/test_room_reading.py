@@ -129,3 +129,33 @@ def test_each_person_has_their_initials_in_a_colour_of_their_own(
                 assert ratio >= 4.5, f"{scheme}: initials contrast {ratio:.2f} < 4.5"
         finally:
             context.close()
+
+
+HOSTILE_CODE = 'def f():\n    return "</code><img src=x onerror=window.pwned=1>"'
+
+
+def test_code_blocks_are_highlighted_within_the_pages_csp(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    conversation = confab_server.new_conversation(request.node.name)
+    alice = people.room("alice", conversation)
+    violations: list[str] = []
+    alice.page.on("console", lambda message: violations.append(message.text)
+                  if "Content Security Policy" in message.text else None)
+    text = f"```python\n{HOSTILE_CODE}\n```\n\n```nosuchlanguage\nplain words\n```"
+    alice.send(script({"text": text}))
+    blocks = alice.messages("assistant").locator(".body pre > code")
+    expect(blocks).to_have_count(2)
+    python, unknown = blocks.nth(0), blocks.nth(1)
+    expect(python).to_have_attribute("data-language", "python")
+    expect(python.locator("span.hljs-keyword").first).to_have_text("def")
+    expect(python.locator("span.hljs-string")).to_have_text(
+        '"</code><img src=x onerror=window.pwned=1>"')
+    expect(python).to_have_text(HOSTILE_CODE)  # the code itself is unchanged, shown as text
+    assert alice.page.locator(".body img").count() == 0
+    assert alice.page.evaluate("window.pwned") is None
+    expect(unknown.locator("span")).to_have_count(0)  # an unknown language stays plain
+    expect(unknown).to_have_text("plain words\n")
+    keyword = python.locator("span.hljs-keyword").first
+    assert keyword.evaluate("(el) => getComputedStyle(el).color") != python.evaluate(
+        "(el) => getComputedStyle(el).color")  # the theme's stylesheet applies
+    assert violations == []

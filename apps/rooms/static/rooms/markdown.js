@@ -7,9 +7,11 @@
 //   style; ids and names are prefixed so they cannot clobber the page's own (#composer,
 //   #transcript ...), and class attributes are dropped so text cannot dress up as the room's
 //   own controls. The page's CSP (no inline script) is the third line.
+// Code blocks are coloured afterwards (highlight.js), with classes of its own.
 
 import { Marked } from "../vendor/marked/marked.esm.js";
 import DOMPurify from "../vendor/dompurify/purify.es.mjs";
+import { codeLanguages, highlightCode } from "./highlight.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
@@ -52,8 +54,11 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 /** A sanitized DocumentFragment of `text` rendered as Markdown. */
 export function markdownFragment(text) {
   let html;
+  let languages;
   try {
-    html = marked.parse(text || "");
+    const tokens = marked.lexer(text || "");
+    languages = codeLanguages(marked, tokens);
+    html = marked.parser(tokens);
   } catch {
     const fallback = document.createDocumentFragment();
     const pre = document.createElement("pre");
@@ -61,7 +66,9 @@ export function markdownFragment(text) {
     fallback.append(pre);
     return fallback;
   }
-  return DOMPurify.sanitize(html, PURIFY);
+  const fragment = DOMPurify.sanitize(html, PURIFY);
+  highlightCode(fragment, languages);
+  return fragment;
 }
 
 /** Replace the children of `el` with `text` rendered as sanitized Markdown. */
