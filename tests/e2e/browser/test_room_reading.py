@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.browser.live import ConfabServer, People
+from tests.e2e.browser.live import ConfabServer, People, docs_screenshot
 from tests.e2e.browser.room import Room, script
 
 pytestmark = pytest.mark.e2e
@@ -159,3 +159,4 @@ def test_code_blocks_are_highlighted_within_the_pages_csp(
     assert keyword.evaluate("(el) => getComputedStyle(el).color") != python.evaluate(
         "(el) => getComputedStyle(el).color")  # the theme's stylesheet applies
     assert violations == []
+    docs_screenshot(alice.page, "room-reading")
