@@ -92,11 +92,12 @@ def test_a_resource_attached_in_the_composer_goes_with_the_message(
     composer.locator('select[name="attach-server"]').select_option("everything")
     composer.locator('input[name="attach-uri"]').fill("demo://resource/static/document/nope.md")
     composer.locator('button[data-action="attach-add"]').click()
-    chip = composer.locator(".attachment-chip")
+    chip = composer.locator("#composer-resources .attachment-chip")  # not the images' list
     expect(chip).to_contain_text("everything: demo://resource/static/document/nope.md")
     alice.send("never sent")
     expect(composer.locator("#composer-status")).to_contain_text("Not sent:")
     expect(chip).to_have_count(1)  # the refused message keeps its attachment
+    expect(composer.locator("#composer-attachments > *")).to_have_count(0)
     chip.locator('button[data-action="attach-remove"]').click()
     expect(chip).to_have_count(0)
     composer.locator('input[name="attach-uri"]').fill(DOC)

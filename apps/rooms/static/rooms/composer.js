@@ -35,7 +35,7 @@ export const UPLOADING_TEXT = gettext(
 function setupResources(form) {
   // "Attach a resource": a team MCP server's resource (server, URI) goes with the next
   // message; the server reads it when the message is sent. Chips show what is attached.
-  const list = form.querySelector("#composer-attachments");
+  const list = form.querySelector("#composer-resources");
   let attached = [];
 
   function render() {
