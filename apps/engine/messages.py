@@ -229,7 +229,7 @@ class ReasoningParams(_Model):
 
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     thinking_type: Literal["enabled", "disabled", "adaptive"] | None = None
-    thinking_budget: int | None = Field(default=None, ge=0)
+    thinking_budget: int | None = Field(default=None, ge=0, le=1_000_000)  # no model takes more
     thinking_level: Literal["minimal", "low", "medium", "high"] | None = None
     text_verbosity: Literal["low", "medium", "high"] | None = None
     enabled_search: bool | None = None

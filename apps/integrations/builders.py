@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from pydantic import ValidationError
 
 from apps.accounts.models import Team
@@ -115,13 +115,15 @@ def usable_models() -> QuerySet[ModelConfig]:
 def team_models(team: Team) -> QuerySet[ModelConfig]:
     """The usable models the team's members may choose for a conversation: those its owners
     and admins enabled (``TeamAIConfig.chat_models``), or every usable one when they chose
-    none. The team's default model is always among them."""
+    none. The model the team's runs use by default (:func:`model_for_team`: its choice, or the
+    site's first) is always among them."""
     usable = usable_models()
-    chosen = TeamAIConfig.objects.filter(team=team).values_list("chat_models", flat=True)
-    if not any(pk is not None for pk in chosen):
+    chosen = [pk for pk in TeamAIConfig.objects.filter(team=team)
+              .values_list("chat_models", flat=True) if pk is not None]
+    if not chosen:
         return usable
-    default = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
-    return usable.filter(Q(pk__in=chosen) | Q(pk__in=default))
+    default = model_for_team(team)
+    return usable.filter(pk__in=chosen + ([default.pk] if default else []))
 
 
 def model_for_team(team: Team) -> ModelConfig | None:
@@ -148,13 +150,15 @@ def model_reads_images(model: ModelConfig) -> bool:
         return True
 
 
-def reasoning_params(data: Any, *, what: str = "default reasoning") -> ReasoningParams | None:
+def reasoning_params(data: Any, *, what: str = "default reasoning",
+                     strict: bool = False) -> ReasoningParams | None:
     """``data`` (a ModelConfig's ``default_reasoning``, or ``what`` else) as ReasoningParams
-    (None when empty); ``invalid`` naming ``what`` when it does not fit ReasoningParams."""
+    (None when empty); ``invalid`` naming ``what`` when it does not fit ReasoningParams.
+    ``strict``: no coercion (``"yes"`` is not a switch, ``"500"`` not a budget)."""
     if not data:
         return None
     try:
-        return ReasoningParams.model_validate(data)
+        return ReasoningParams.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise ApplicationError(ErrorCode.INVALID,
                                f"Invalid {what}: {_first_error(exc)}.") from None

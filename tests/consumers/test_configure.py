@@ -114,6 +114,10 @@ async def test_the_active_run_in_the_state_says_what_it_runs_with(
     ({"thinker": True, "reasoning": {"text_verbosity": "low"}}, "no 'text_verbosity'"),
     ({"thinker": True, "reasoning": {"thinking_budget": -1}}, "thinking_budget"),
     ({"thinker": True, "reasoning": {"effort": "extreme"}}, "effort"),
+    ({"thinker": True, "reasoning": {"thinking_budget": "500"}}, "thinking_budget"),  # no coercion
+    ({"thinker": True, "reasoning": {"thinking_budget": True}}, "thinking_budget"),
+    ({"thinker": True, "reasoning": {"thinking_budget": 10**20}}, "thinking_budget"),
+    ({"thinker": True, "reasoning": {"thinking_type": 1}}, "thinking_type"),
 ])
 async def test_a_bad_choice_is_invalid_and_nothing_is_stored(
         alice: User, conversation: Conversation, thinker: ModelConfig, frame: dict[str, Any],

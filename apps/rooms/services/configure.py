@@ -77,7 +77,7 @@ def _checked(model: ModelConfig, reasoning: Mapping[str, Any]) -> dict[str, Any]
             raise ApplicationError(ErrorCode.INVALID, f"{model} has no {name!r} control "
                                    f"(its controls: {offered}).")
     chosen = {k: v for k, v in reasoning.items() if v is not None}
-    reasoning_params(chosen, what="reasoning")
+    reasoning_params(chosen, what="reasoning", strict=True)  # stored as sent: exact types
     return chosen
 
 

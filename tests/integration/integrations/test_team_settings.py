@@ -50,6 +50,8 @@ def test_an_owner_chooses_the_models_members_may_pick(
     refused(ErrorCode.INVALID, lambda: team_set_default_model(
         team=acme, model=None, by=alice, chat_models=[other_model]))
     assert set(TeamAIConfig.objects.get(team=acme).chat_models.all()) == {other_model}
+    team_set_default_model(team=acme, model=None, by=alice, chat_models=[third])
+    assert set(team_models(acme)) == {model, third}  # the site's default is offered too
     team_set_default_model(team=acme, model=None, by=alice, chat_models=[])
     assert set(team_models(acme)) == {model, third}
 
