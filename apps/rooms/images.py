@@ -118,13 +118,14 @@ def image_for(*, user: User, conversation_id: int, image_id: str) -> Conversatio
 
 def images_attached(*, conversation: Conversation, ids: list[str]) -> list[dict[str, Any]]:
     """The ``image`` content blocks of the images ``ids`` (in that order) for a message of
-    ``conversation``. Raises ApplicationError ``invalid`` for more than
-    ``CONFAB["IMAGES_PER_MESSAGE"]``, an id that is not one of this conversation's images
+    ``conversation``; an id given twice counts once. Raises ApplicationError ``invalid`` for
+    more than ``CONFAB["IMAGES_PER_MESSAGE"]``, an id that is not one of this conversation's images
     (another conversation's or team's answers the same as a missing one), or when the model
     the conversation's next run uses does not read images (a notice instead of the provider's
     error later)."""
     if not ids:
         return []
+    ids = list(dict.fromkeys(ids))  # the same image pasted twice is one image
     most = settings.CONFAB["IMAGES_PER_MESSAGE"]
     if len(ids) > most:
         raise ApplicationError(ErrorCode.INVALID, f"A message carries at most {most} images.")

@@ -59,6 +59,18 @@ async def test_an_attached_image_is_stored_and_shown_by_id_and_url(
     await b.close()
 
 
+async def test_an_image_attached_twice_is_stored_once(
+        alice: User, conversation, images_dir) -> None:
+    image_id = await _upload(conversation, alice, image_bytes())
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "i9", "text": "twice",
+                  "attachments": [{"kind": "image", "id": image_id}] * 8})
+    assert (await a.until(lambda f: f["type"] in ("ack", "error")))["type"] == "ack"
+    stored = await Message.objects.aget(conversation=conversation, client_id="i9")
+    assert [b["type"] for b in stored.content] == ["text", "image"]
+    await a.close()
+
+
 async def test_an_image_may_go_without_words(alice: User, conversation, images_dir) -> None:
     image_id = await _upload(conversation, alice, image_bytes())
     a, _ = await connect(alice, conversation.pk)
