@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable
 from functools import partial
@@ -36,8 +37,7 @@ from apps.rooms.services.access import require_writer
 from apps.rooms.services.configure import run_model
 
 __all__ = ["image_for", "image_path", "image_upload", "image_url", "images_attached",
-           "images_delete",
-           "shown_content", "with_image_data"]
+           "images_delete", "images_fork", "shown_content", "stored_images", "with_image_data"]
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +151,31 @@ def images_delete(team_id: int, image_ids: list[str]) -> None:
             image_path(team_id, image_id).unlink(missing_ok=True)
 
 
+def images_fork(source: Conversation, fork: Conversation,
+                contents: list[list[Any]]) -> list[list[Any]]:
+    """``contents`` (message contents copied from ``source`` into ``fork``) with each stored
+    image now one of ``fork``'s: a row of its own and a hard link to the same bytes (a copy
+    where links fail), so the fork shows them and keeps them when ``source`` is deleted."""
+    ids = {block["id"] for content in contents for block in content if _stored_image(block)}
+    team_id = source.room.team_id
+    renamed: dict[str, str] = {}
+    for image in ConversationImage.objects.filter(conversation=source, pk__in=ids):
+        copy = ConversationImage.objects.create(
+            conversation=fork, uploaded_by_id=image.uploaded_by_id, media_type=image.media_type,
+            width=image.width, height=image.height, size=image.size)
+        _link(image_path(team_id, image.pk), image_path(team_id, copy.pk))
+        renamed[image.pk] = copy.pk
+    return [[{**block, "id": renamed.get(block["id"], block["id"])} if _stored_image(block)
+             else block for block in content] for content in contents]
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # e.g. a file system without hard links
+        shutil.copyfile(source, target)
+
+
 def shown_content(conversation_id: int, content: list[Any]) -> list[Any]:
     """``content`` as clients see it: each stored image block also carries its ``url``."""
     if not any(_stored_image(block) for block in content):
@@ -163,6 +188,11 @@ def image_url(conversation_id: int, image_id: str) -> str:
     """Where members fetch an image (the REST API's ``get_conversation_image``)."""
     return reverse("api:get_conversation_image", kwargs={"conversation_id": conversation_id,
                                                          "image_id": image_id})
+
+
+def stored_images(content: list[Any]) -> list[dict[str, Any]]:
+    """The blocks of ``content`` that are stored images (by id), in order."""
+    return [block for block in content if _stored_image(block)]
 
 
 def _stored_image(block: Any) -> bool:

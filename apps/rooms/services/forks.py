@@ -14,6 +14,7 @@ from django.db import transaction
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.rooms.images import images_fork
 from apps.rooms.models import Conversation, Message, MessageStatus
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import event_append
@@ -75,9 +76,11 @@ def _copy_history(source: Conversation, fork: Conversation, *, upto: Message) ->
     rows = list(Message.objects.filter(conversation=source, position__isnull=False,
                                        position__lte=upto.position, superseded_by__isnull=True)
                 .order_by("position", "id"))
+    contents = images_fork(source, fork, [row.content for row in rows])
     copies = Message.objects.bulk_create([
-        Message(conversation=fork, **{name: getattr(row, name) for name in _COPIED})
-        for row in rows])
+        Message(conversation=fork, **{**{name: getattr(row, name) for name in _COPIED},
+                                      "content": content})
+        for row, content in zip(rows, contents, strict=True)])
     for copy, row in zip(copies, rows, strict=True):
         copy.created_at = row.created_at
     Message.objects.bulk_update(copies, ["created_at"])  # auto_now_add set "now" on insert

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.rooms.images import stored_images
 from apps.rooms.models import Conversation, Message, MessageStatus, Run, RunPurpose
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
@@ -45,7 +46,8 @@ def _last_person_message(conversation: Conversation) -> Message | None:
 def message_edit(*, conversation: Conversation, membership: Membership, message_id: int,
                  text: str) -> Message:
     """Replace the member's own last message with ``text`` and run the agent on it again;
-    returns the new message (``run_id``: the run that answers it). The old message and
+    returns the new message (``run_id``: the run that answers it), with the old one's images.
+    The old message and
     everything after it become the earlier version. ApplicationError: ``not_found`` (no such
     message in this conversation), ``forbidden`` (a viewer, or someone else's message),
     ``conflict`` (not the last message a person wrote, or a run is active), ``too_large``,
@@ -71,7 +73,8 @@ def message_edit(*, conversation: Conversation, membership: Membership, message_
         _supersede(conversation, run, membership, from_position=old.position)
         new = Message.objects.create(
             conversation=conversation, run=run, role="user", author=user,
-            author_name=user.shown_name, content=[{"type": "text", "text": text}],
+            author_name=user.shown_name,
+            content=[{"type": "text", "text": text}, *stored_images(old.content)],  # images stay
             status=MessageStatus.COMPLETE, position=positions_allocate(conversation.pk, 1))
         event_append(conversation.pk, "user_message", {
             "kind": "user_message", "message": message_json(new), "queued": False},

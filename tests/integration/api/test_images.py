@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.api.schemas import TranscriptOut
 from apps.rooms.images import images_attached
-from apps.rooms.models import ConversationImage
+from apps.rooms.models import ConversationImage, Message, MessageStatus
 from apps.rooms.services.messages import message_post
 from tests.images import image_bytes
 from tests.integration.api.streams import body
@@ -164,3 +164,43 @@ def test_the_markdown_export_links_the_image(conversation, alice, session_client
     text = body(client.get(f"/api/conversations/{conversation.pk}/export.md"))
     assert (f"*[image: image/gif](</api/conversations/{conversation.pk}/images/{image_id}>)*"
             in text)
+
+
+def _sent_image(conversation, alice, client) -> tuple[int, str]:
+    """alice's complete message with an image (no run: forks and edits need none active)."""
+    image_id = _upload(client, conversation, image_bytes()).json()["id"]
+    message = Message.objects.create(
+        conversation=conversation, role="user", position=1, author=alice, author_name="Alice",
+        status=MessageStatus.COMPLETE,
+        content=[{"type": "text", "text": "look"},
+                 {"type": "image", "media_type": "image/png", "id": image_id}])
+    return message.pk, image_id
+
+
+def test_a_fork_has_its_own_copy_of_the_images_and_keeps_them(
+        conversation, alice, session_client, images_dir,
+        django_capture_on_commit_callbacks) -> None:
+    client = session_client(alice)
+    message_id, image_id = _sent_image(conversation, alice, client)
+    fork = client.post(f"/api/conversations/{conversation.pk}/fork",
+                       {"message_id": message_id}, content_type="application/json").json()
+    page = client.get(f"/api/conversations/{fork['id']}/messages").json()
+    (shown,) = [b for b in page["messages"][0]["content"] if b["type"] == "image"]
+    assert shown["id"] != image_id and shown["url"].startswith(
+        f"/api/conversations/{fork['id']}/images/")
+    assert b"".join(client.get(shown["url"]).streaming_content) == image_bytes()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.delete(f"/api/conversations/{conversation.pk}").status_code == 204
+    assert b"".join(client.get(shown["url"]).streaming_content) == image_bytes()  # kept
+
+
+def test_an_edited_message_keeps_its_images(conversation, alice, session_client,
+                                            images_dir) -> None:
+    client = session_client(alice)
+    message_id, image_id = _sent_image(conversation, alice, client)
+    response = client.post(f"/api/conversations/{conversation.pk}/messages/{message_id}/edit",
+                           {"text": "look again"}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    edited = Message.objects.get(pk=response.json()["id"])
+    assert edited.content == [{"type": "text", "text": "look again"},
+                              {"type": "image", "media_type": "image/png", "id": image_id}]
