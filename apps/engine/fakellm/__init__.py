@@ -13,14 +13,15 @@ end to end without an API key.
 What it says follows a script (full rules in :mod:`apps.engine.providers.script`): the most
 recent message written by a person whose text is ``{"script": [step, ...]}`` with steps
 ``{"thinking": "..."}``, ``{"text": "..."}``, ``{"tool_call": {"name": "...", "arguments":
-{...}}}`` and ``{"error": {"status": 529, "in_stream": false, "message": "...",
-"retry_after": 0}}``. The steps are cut into model turns after each run of consecutive
-``tool_call`` steps; the k-th request after the script message plays turn k (k = the number of
-assistant messages since it). An error step fails that one request, with that HTTP status or
-inside the 200 stream, and the retry plays the turn's remaining steps. Without a script it
-answers with a short text saying it is the offline scripted model. ``--rate`` paces the stream
-in tokens (word pieces) per second; 0 sends everything at once. ``--stamp`` (off by default)
-starts each streamed text or thinking piece with the wall-clock time it was sent,
+{...}}}`` and ``{"error": {"status": 529, "in_stream": false, "message": "...", "retry_after":
+0}}``, or a transport fault ``{"error": {"fault": "silent" | "reset" | "truncate"}}``
+(:mod:`apps.engine.fakellm.faults`). The steps are cut into model turns after each run of
+consecutive ``tool_call`` steps; the k-th request after the script message plays turn k (k = the
+number of assistant messages since it). An error step fails that one request, with that HTTP
+status or inside the 200 stream, and the retry plays the turn's remaining steps. Without a
+script it answers with a short text saying it is the offline scripted model. ``--rate`` paces
+the stream in tokens (word pieces) per second; 0 sends everything at once. ``--stamp`` (off by
+default) starts each streamed text or thinking piece with the wall-clock time it was sent,
 ``⟦1732950000.123456⟧``, for latency benchmarks (:func:`apps.engine.fakellm.wire.stamps` reads
 them).
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from apps.engine.fakellm.faults import FAULTS, play_fault
 from apps.engine.fakellm.requests import anthropic_messages, gemini_messages, openai_messages
 from apps.engine.fakellm.wire import ENCODERS, Frame, error_body, stamp_frame
 from apps.engine.messages import Message
@@ -42,11 +43,16 @@ def create_app(rate: float = 50.0, *, stamp: bool = False) -> Starlette:
         played = player.play(messages)
         offline = [{"text": offline_title(messages) or OFFLINE_REPLY}]
         steps, error = played if played is not None else (offline, None)
-        if error is not None and not error["error"].get("in_stream", False):
+        fault = error["error"].get("fault") if error is not None else None
+        if fault is not None and fault not in FAULTS:
+            return JSONResponse(error_body(protocol, 400, f"unknown fault {fault!r}; expected "
+                                           f"one of {', '.join(sorted(FAULTS))}"), 400)
+        if error is not None and fault is None and not error["error"].get("in_stream", False):
             return _http_error(protocol, error)
         frames = ENCODERS[protocol](steps, error, model, len(json.dumps(body)) // 4,
                                    stamp=stamp)
-        return StreamingResponse(_paced(frames, rate, stamp), media_type="text/event-stream",
+        stream = _paced(frames, rate, stamp) if fault is None else _faulted(frames, fault, rate)
+        return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={"cache-control": "no-cache"})
 
     async def anthropic(request: Request) -> Response:
@@ -96,6 +102,14 @@ async def _paced(frames: Any, rate: float, stamp: bool = False) -> AsyncIterator
             await asyncio.sleep(delay)
         # Stamped after the pause, so the stamp is the moment the frame leaves.
         yield stamp_frame(frame.data) if stamp and frame.token else frame.data
+
+
+async def _faulted(frames: Iterator[Frame], fault: str, rate: float) -> AsyncIterator[bytes]:
+    # The encoder ends an error segment with the provider's error event: the fault replaces it.
+    *before, _error_event = list(frames)
+    async for data in _paced(before, rate):
+        yield data
+    await play_fault(fault)
 
 
 async def _models(request: Request) -> Response:
