@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -94,17 +95,8 @@ class RedisServer:
         self._tmp = tempfile.TemporaryDirectory(prefix="confab-redis-")
         for _attempt in range(3):  # a free port can be taken between picking and binding
             port = free_port(self.host)
-            command = [*orphan_guard(), self.executable,
-                       "--bind", self.host, "--port", str(port),
-                       "--dir", self._tmp.name, "--save", "", "--appendonly", "no",
-                       "--daemonize", "no", "--protected-mode", "yes",
-                       "--databases", "16", "--loglevel", "warning"]
-            with open(self.log, "wb") as log:  # one log per attempt
-                self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                             stderr=subprocess.STDOUT, start_new_session=True)
             try:
-                wait_until(lambda port=port: ping(self.host, port), timeout=START_TIMEOUT,
-                           what=f"redis-server on port {port}", proc=self.proc, log=self.log)
+                self._spawn(port)
             except RuntimeError:
                 if "Address already in use" in self.log.read_text(errors="replace"):
                     continue
@@ -118,6 +110,38 @@ class RedisServer:
             return self
         self.stop()
         raise RuntimeError("redis-server could not bind a free port (3 attempts)")
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash: nothing is saved), keeping its port and directory for
+        :meth:`revive`. Raises RuntimeError when it is not running."""
+        if self.proc is None or self.port is None:
+            raise RuntimeError("RedisServer is not running")
+        stop_process(self.proc, sig=signal.SIGKILL)
+        self.proc = None
+
+    def revive(self) -> float:
+        """Start the killed server again on the same port (so clients holding :attr:`url`
+        reconnect to it), empty; returns the seconds until it answered PING. Raises
+        RuntimeError when it was not killed or the port has been taken meanwhile."""
+        if self.proc is not None or self.port is None:
+            raise RuntimeError("RedisServer.revive() needs a server stopped by kill()")
+        began = time.monotonic()
+        self._spawn(self.port)
+        return time.monotonic() - began
+
+    def _spawn(self, port: int) -> None:
+        """Run redis-server on ``port`` in this server's directory; wait for its PING."""
+        assert self._tmp is not None
+        command = [*orphan_guard(), self.executable,
+                   "--bind", self.host, "--port", str(port),
+                   "--dir", self._tmp.name, "--save", "", "--appendonly", "no",
+                   "--daemonize", "no", "--protected-mode", "yes",
+                   "--databases", "16", "--loglevel", "warning"]
+        with open(self.log, "wb") as log:  # one log per process
+            self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: ping(self.host, port), timeout=START_TIMEOUT,
+                   what=f"redis-server on port {port}", proc=self.proc, log=self.log)
 
     def stop(self) -> None:
         if self.proc is not None:
