@@ -32,6 +32,7 @@ import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -214,27 +215,51 @@ class PostgresServer:
         return self
 
     def _run_postmaster(self, data: Path) -> None:
-        assert self.bin_dir is not None and self._tmp is not None
-        settings = [arg for key, value in SERVER_SETTINGS.items()
-                    for arg in ("-c", f"{key}={value}")]
         for _attempt in range(3):  # a free port can be taken between picking and binding
             port = free_port(self.host)
-            with open(self.log, "wb") as log:  # one log per attempt
-                self.proc = subprocess.Popen(
-                    [*orphan_guard(), str(self.bin_dir / "postgres"), "-D", str(data),
-                     "-h", self.host, "-p", str(port), *settings],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    cwd=self._tmp, start_new_session=True, **_as_account(self.account))
-            self.port = port
             try:
-                wait_until(self._accepts_connections, timeout=START_TIMEOUT,
-                           what=f"postgres on port {port}", proc=self.proc, log=self.log)
+                self._spawn(data, port)
                 return
             except RuntimeError:
                 if "could not bind" not in self.log.read_text(errors="replace"):
                     raise
                 self.port = None
         raise RuntimeError("postgres could not bind a free port (3 attempts)")
+
+    def _spawn(self, data: Path, port: int) -> None:
+        """Run the postmaster on ``data`` and ``port``; wait until it accepts connections."""
+        assert self.bin_dir is not None and self._tmp is not None
+        settings = [arg for key, value in SERVER_SETTINGS.items()
+                    for arg in ("-c", f"{key}={value}")]
+        with open(self.log, "wb") as log:  # one log per postmaster
+            self.proc = subprocess.Popen(
+                [*orphan_guard(), str(self.bin_dir / "postgres"), "-D", str(data),
+                 "-h", self.host, "-p", str(port), *settings],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self._tmp, start_new_session=True, **_as_account(self.account))
+        self.port = port
+        wait_until(self._accepts_connections, timeout=START_TIMEOUT,
+                   what=f"postgres on port {port}", proc=self.proc, log=self.log)
+
+    def shut_down(self) -> None:
+        """Stop the postmaster (fast shutdown: open connections are closed, committed data
+        kept), keeping the port and data directory for :meth:`start_again`. Raises
+        RuntimeError when it is not running."""
+        if self.proc is None or self._tmp is None:
+            raise RuntimeError("PostgresServer is not running")
+        stop_process(self.proc, sig=signal.SIGINT)
+        self.proc = None
+
+    def start_again(self) -> float:
+        """Start the shut-down cluster again on the same port and data directory (clients
+        holding its URLs reconnect to it); returns the seconds until it accepted a connection.
+        Raises RuntimeError when it was not shut down or the port has been taken meanwhile."""
+        if self.proc is not None or self._tmp is None or self.port is None:
+            raise RuntimeError("PostgresServer.start_again() needs a cluster stopped by "
+                               "shut_down()")
+        began = time.monotonic()
+        self._spawn(self._tmp / "data", self.port)
+        return time.monotonic() - began
 
     def _accepts_connections(self) -> bool:
         try:
@@ -246,7 +271,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         if self.proc is not None:
-            stop_process(self.proc, sig=2)  # SIGINT: fast shutdown, whoever is connected
+            stop_process(self.proc, sig=signal.SIGINT)  # fast shutdown, whoever is connected
             self.proc = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
