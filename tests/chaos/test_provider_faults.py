@@ -2,9 +2,10 @@
 Redis, PostgreSQL, fakellm (its scripted error steps, :mod:`apps.engine.providers.script`).
 
 One run per fault, watched by two sockets on the two servers: 429 with ``Retry-After`` in
-seconds and as an HTTP date, 529, 500 (before any output: retried, a ``retrying`` event shown,
-then the run completes with its text said once), and an error event mid-stream after text
-(not retried, since a retry would say that text twice: the run fails with the text kept). Then
+seconds and as an HTTP date, 529, 500, a connection reset and a truncated body (before any
+output: retried, a ``retrying`` event shown, then the run completes with its text said once),
+and an error event, a reset, a truncation and a silent stream mid-stream after text (not
+retried, since a retry would say that text twice: the run fails with the text kept). Then
 every socket is seq-exact with the store and the streamed text matches the stored text.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from apps.engine.providers.base import ProviderSettings
 from tests.chaos.live import (
     Deployment,
     Socket,
@@ -46,7 +48,21 @@ def faults() -> list[tuple[str, dict[str, Any], str]]:
         ("529", {"status": 529}, "completed"),
         ("500", {"status": 500}, "completed"),
         ("error event mid-stream", {"status": 500, "in_stream": True}, "failed"),
+        # fakellm's transport faults (apps.engine.fakellm.faults): stream_interrupted, retried
+        # before any text, not after it.
+        ("connection reset", {"fault": "reset"}, "completed"),
+        ("truncated body", {"fault": "truncate"}, "completed"),
+        ("connection reset mid-stream", {"fault": "reset", "in_stream": True}, "failed"),
+        ("truncated body mid-stream", {"fault": "truncate", "in_stream": True}, "failed"),
+        # ends at the provider's read timeout (ProviderSettings.read_timeout_s, 120 s)
+        ("silent stream mid-stream", {"fault": "silent", "in_stream": True}, "failed"),
     ]
+
+
+def run_timeout_s(error: dict[str, Any]) -> float:
+    """How long a run with ``error`` may take: a silent stream lasts the read timeout."""
+    read_timeout_s = ProviderSettings("anthropic", "http://fakellm").read_timeout_s  # default
+    return read_timeout_s + 60 if error.get("fault") == "silent" else 90
 
 
 def test_provider_faults_end_right_and_say_nothing_twice(e2e_stack: ProcessStack,
@@ -72,8 +88,11 @@ async def _scenario(app: Deployment, cases: list[tuple[str, dict[str, Any], str]
         await watcher.send({"type": "send", "client_id": f"fault{n}",
                             "text": script(*steps)})
         began = len(watcher.events)
-        ended = await watcher.until("run_ended", timeout=90)
-        await other.until("run_ended", timeout=30)
+        # Both read at once: a socket left unread for the silent stream's two minutes fills its
+        # client's queue, stops reading and misses the keepalive pong (the client closes 1011).
+        ended, _ = await asyncio.gather(
+            watcher.until("run_ended", timeout=run_timeout_s(error)),
+            other.until("run_ended", timeout=run_timeout_s(error) + 30))
         run_events = [f["event"] for f in watcher.events[began:]]
         retries = [e for e in run_events if e["kind"] == "retrying"]
         ok = ended["status"] == expected and (bool(retries) == (expected == "completed"))
@@ -103,7 +122,7 @@ async def _scenario(app: Deployment, cases: list[tuple[str, dict[str, Any], str]
     row.messages_lost = sum(1 for n in range(len(cases)) if not any(
         m.get("client_id") == f"fault{n}" for m in exported["messages"]))
     row.notes.append("runs column: completed after retries / - / failed as expected (the "
-                     "mid-stream error)" + (f"; ended wrong: {wrong}" if wrong else ""))
+                     "mid-stream faults)" + (f"; ended wrong: {wrong}" if wrong else ""))
     for socket in sockets:
         await socket.close()
     assert not wrong
