@@ -253,7 +253,9 @@ class PostgresServer:
     def start_again(self) -> float:
         """Start the shut-down cluster again on the same port and data directory (clients
         holding its URLs reconnect to it); returns the seconds until it accepted a connection.
-        Raises RuntimeError when it was not shut down or the port has been taken meanwhile."""
+        Raises RuntimeError when it was not shut down or the port has been taken meanwhile. Call
+        it from the main thread: the orphan guard kills the cluster when its starting thread
+        ends."""
         if self.proc is not None or self._tmp is None or self.port is None:
             raise RuntimeError("PostgresServer.start_again() needs a cluster stopped by "
                                "shut_down()")

@@ -122,7 +122,8 @@ class RedisServer:
     def revive(self) -> float:
         """Start the killed server again on the same port (so clients holding :attr:`url`
         reconnect to it), empty; returns the seconds until it answered PING. Raises
-        RuntimeError when it was not killed or the port has been taken meanwhile."""
+        RuntimeError when it was not killed or the port has been taken meanwhile. Call it from
+        the main thread: the orphan guard kills the server when its starting thread ends."""
         if self.proc is not None or self.port is None:
             raise RuntimeError("RedisServer.revive() needs a server stopped by kill()")
         began = time.monotonic()
