@@ -86,7 +86,12 @@ def _opened(data: bytes) -> Image.Image:
     """``data`` opened lazily (header read), refused past :data:`MAX_PIXELS`."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
-        image = Image.open(io.BytesIO(data), formats=list(MEDIA_TYPES))
+        try:
+            image = Image.open(io.BytesIO(data), formats=list(MEDIA_TYPES))
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            # Pillow's own guard fires on the header, before ours could: the same refusal
+            raise ImageRejected(f"An image has at most {MAX_PIXELS:,} pixels.",
+                                unsupported=False) from exc
     width, height = image.size
     if width * height > MAX_PIXELS:
         image.close()

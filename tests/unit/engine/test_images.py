@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import io
 import os
+import struct
+import zlib
 
 import pytest
 from PIL import Image
@@ -65,6 +67,19 @@ def test_an_image_of_too_many_pixels_is_refused_before_it_is_decoded(monkeypatch
         sniff(image_bytes(20, 20, "PNG"))
     assert not refused.value.unsupported
     assert sniff(image_bytes(19, 21, "PNG")).width == 19
+
+
+def test_a_header_past_pillows_own_bomb_guard_gets_the_pixel_limit_too() -> None:
+    """A 57-byte PNG declaring 100000 x 100000 pixels: Pillow refuses it on opening, before
+    our own check; the person still hears the limit, not "damaged"."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+    header = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 6, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+    with pytest.raises(ImageRejected, match="at most 50,000,000 pixels") as refused:
+        sniff(png)
+    assert not refused.value.unsupported
 
 
 # -- fit -----------------------------------------------------------------------------------
