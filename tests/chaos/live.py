@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 import websockets
 
+from tests.chaos.table import Row
 from tests.e2e.harness import ManagedProcess, ProcessStack
 
 TIMEOUT = 60.0
@@ -133,6 +134,26 @@ def delta_faults(socket: Socket, last: int) -> tuple[int, int]:
     duplicated = sum(n - 1 for n in counts.values())
     missing = sum(1 for seq in range(socket.base + 1, last + 1) if seq not in counts)
     return duplicated, missing
+
+
+async def catch_up(sockets: list[Socket], last: int, *, timeout_s: float = 30.0) -> None:
+    """Read each socket until it has seen the store's ``last`` seq (the tail repairs a socket
+    within a few seconds); TimeoutError past ``timeout_s`` seconds for one socket."""
+    for socket in sockets:
+        async with asyncio.timeout(timeout_s):
+            while socket.last_seq < last:
+                await socket.next()
+
+
+def count_sockets(row: Row, sockets: list[Socket], last: int) -> None:
+    """Fill ``row``'s socket columns against the store's ``last`` seq: sockets, those repaired
+    (seq-exact), and the deltas duplicated and missing over all of them."""
+    row.sockets = len(sockets)
+    row.sockets_repaired = sum(seq_exact(s, last) for s in sockets)
+    for socket in sockets:
+        duplicated, missing = delta_faults(socket, last)
+        row.deltas_duplicated += duplicated
+        row.deltas_missing += missing
 
 
 def streamed_text(events: list[dict[str, Any]]) -> dict[str, str]:

@@ -15,10 +15,9 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 from tests.chaos.live import (
     Deployment,
     Socket,
-    delta_faults,
+    count_sockets,
     export,
     script,
-    seq_exact,
     store_seq,
 )
 from tests.chaos.table import Row
@@ -58,11 +57,7 @@ async def outage(app: Deployment, row: Row, *, down: Callable[[], object],
         for n, socket in enumerate(sockets):
             await _catch_up(socket, last, reconnects, n)
         row.recover_s = time.monotonic() - revived
-        row.sockets_repaired = sum(seq_exact(s, last) for s in sockets)
-        for socket in sockets:
-            duplicated, missing = delta_faults(socket, last)
-            row.deltas_duplicated += duplicated
-            row.deltas_missing += missing
+        count_sockets(row, sockets, last)
         exported = await export(app.servers[1], app.conversation, app.token())
         row.messages_lost = int(not any(m.get("client_id") == "outage-run"
                                         for m in exported["messages"]))

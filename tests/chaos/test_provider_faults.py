@@ -24,11 +24,11 @@ from apps.engine.providers.base import ProviderSettings
 from tests.chaos.live import (
     Deployment,
     Socket,
-    delta_faults,
+    catch_up,
+    count_sockets,
     deploy,
     export,
     script,
-    seq_exact,
     store_seq,
     stored_text,
     streamed_text,
@@ -105,17 +105,9 @@ async def _scenario(app: Deployment, cases: list[tuple[str, dict[str, Any], str]
             row.failed += 1  # failed, as expected
     began = time.monotonic()
     last = await store_seq(app.servers[0], app.conversation, app.token())
-    for socket in sockets:  # the tail reaches every socket within a few seconds
-        async with asyncio.timeout(30):
-            while socket.last_seq < last:
-                await socket.next()
+    await catch_up(sockets, last)
     row.recover_s = time.monotonic() - began
-    row.sockets = len(sockets)
-    row.sockets_repaired = sum(seq_exact(s, last) for s in sockets)
-    for socket in sockets:
-        duplicated, missing = delta_faults(socket, last)
-        row.deltas_duplicated += duplicated
-        row.deltas_missing += missing
+    count_sockets(row, sockets, last)
     exported = await export(app.servers[1], app.conversation, app.token())
     streamed, stored = streamed_text(watcher.events), stored_text(exported)
     said_twice = [text for text in streamed.values() if _repeats(text)]

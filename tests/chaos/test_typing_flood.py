@@ -15,11 +15,11 @@ import pytest
 from tests.chaos.live import (
     Deployment,
     Socket,
-    delta_faults,
+    catch_up,
+    count_sockets,
     deploy,
     export,
     script,
-    seq_exact,
     store_seq,
 )
 from tests.chaos.table import Row
@@ -57,17 +57,9 @@ async def _scenario(app: Deployment, row: Row) -> None:
     row.failed += ended["status"] != "completed"
     began = time.monotonic()
     last = await store_seq(app.servers[0], app.conversation, app.token())
-    for socket in sockets:
-        async with asyncio.timeout(30):
-            while socket.last_seq < last:
-                await socket.next()
+    await catch_up(sockets, last)
     row.recover_s = time.monotonic() - began
-    row.sockets = len(sockets)
-    row.sockets_repaired = sum(seq_exact(s, last) for s in sockets)
-    for socket in sockets:
-        duplicated, missing = delta_faults(socket, last)
-        row.deltas_duplicated += duplicated
-        row.deltas_missing += missing
+    count_sockets(row, sockets, last)
     exported = await export(app.servers[1], app.conversation, app.token())
     ids = {m.get("client_id") for m in exported["messages"]}
     row.messages_lost = len({"flood-run", "after-flood"} - ids)

@@ -15,11 +15,11 @@ import pytest
 from tests.chaos.live import (
     Deployment,
     Socket,
-    delta_faults,
+    catch_up,
+    count_sockets,
     deploy,
     export,
     script,
-    seq_exact,
     store_seq,
 )
 from tests.chaos.table import Row
@@ -56,16 +56,8 @@ async def _scenario(app: Deployment, row: Row) -> None:
     row.completed = sum(e["status"] == "completed" for e in ended)
     row.failed = len(ended) - row.interrupted - row.completed
     last = await store_seq(app.servers[1], app.conversation, app.token())
-    for socket in sockets:
-        async with asyncio.timeout(30):
-            while socket.last_seq < last:
-                await socket.next()
-    row.sockets = len(sockets)
-    row.sockets_repaired = sum(seq_exact(s, last) for s in sockets)
-    for socket in sockets:
-        duplicated, missing = delta_faults(socket, last)
-        row.deltas_duplicated += duplicated
-        row.deltas_missing += missing
+    await catch_up(sockets, last)
+    count_sockets(row, sockets, last)
     exported = await export(app.servers[1], app.conversation, app.token())
     row.messages_lost = int(not any(m.get("client_id") == "tool-run"
                                     for m in exported["messages"]))
