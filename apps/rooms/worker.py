@@ -16,6 +16,7 @@ from channels.consumer import AsyncConsumer
 from channels.db import database_sync_to_async
 
 from apps.realtime.groups import run_group
+from apps.realtime.outage import OutlastingLayer, outlasting
 from apps.rooms.host import RunHost
 from apps.rooms.services.runs import run_claim
 from apps.rooms.sweeper import ensure_sweeper
@@ -31,6 +32,17 @@ class RunWorkerConsumer(AsyncConsumer):
     text, by}; ``run.elicit`` {run_id, elicitation_id, action, content, by}."""
 
     hosts: dict[int, RunHost]
+    _layer: OutlastingLayer | None = None
+
+    @property
+    def channel_layer(self) -> OutlastingLayer | None:
+        return self._layer
+
+    @channel_layer.setter
+    def channel_layer(self, layer: object) -> None:
+        # AsyncConsumer.__call__ sets the layer, then receives from it: wrapped, the worker's
+        # own receive and its runs' groups outlast an outage (apps.realtime.outage).
+        self._layer = None if layer is None else outlasting(layer)
 
     async def run_start(self, message: dict[str, Any]) -> None:
         ensure_sweeper()

@@ -18,10 +18,19 @@ from apps.engine.events import ChatStreamEvent, MessageStart, Retrying
 from apps.engine.messages import ChatRequest
 from apps.engine.providers.base import AiProvider, ModelInfo
 
-__all__ = ["LADDER_S", "RetryingProvider"]
+__all__ = ["LADDER_S", "RetryingProvider", "backoff_s"]
 
 LADDER_S: tuple[float, ...] = (3.0, 10.0, 30.0, 60.0, 120.0)
 """Waits in seconds before retries 1..5."""
+
+
+def backoff_s(ladder: Sequence[float], retry: int, *, jitter: float = 0.25,
+              rng: Callable[[], float] = random.random) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based): the ladder's step (its last
+    step once past its end) times 1 ± ``jitter``, so many clients failing together do not
+    return together; ``rng`` returns a float in [0, 1)."""
+    base = ladder[min(retry, len(ladder) - 1)]
+    return base * (1.0 + jitter * (2.0 * rng() - 1.0))
 
 
 class RetryingProvider:
@@ -59,8 +68,7 @@ class RetryingProvider:
         """Seconds to wait before retry number ``retry`` (0-based) after ``error``."""
         if error.retry_after_s is not None:
             return min(max(error.retry_after_s, 0.0), self._max_retry_after_s)
-        base = self._ladder[retry]
-        return base * (1.0 + self._jitter * (2.0 * self._rng() - 1.0))
+        return backoff_s(self._ladder, retry, jitter=self._jitter, rng=self._rng)
 
     async def stream_chat(self, request: ChatRequest) -> AsyncIterator[ChatStreamEvent]:
         """The inner stream, retried as the class says; raises the last ProviderError."""

@@ -1,0 +1,34 @@
+"""The run worker process's ASGI server: channels' ``Worker`` over a layer that outlasts an
+outage (:func:`apps.realtime.outage.outlasting`).
+
+channels' ``Worker.listener`` awaits ``channel_layer.receive`` and lets its error out: when
+Redis died, the redis ``ConnectionError`` ended ``handle()`` and the process exited, cancelling
+every run it hosted (issue 26). Here the listener's receive waits for the layer to come back, so
+hosted runs go on. ``manage.py runworker`` (:mod:`apps.rooms.management.commands.runworker`)
+and the embedded worker (:mod:`apps.rooms.embedded`) both use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.worker import Worker
+
+from apps.realtime.outage import outlasting
+from apps.rooms.sweeper import ensure_sweeper
+
+__all__ = ["OutlastingWorker"]
+
+
+class OutlastingWorker(Worker):
+    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage; it starts
+    the sweeper at once, not at the first ``run.start``: a ``run.start`` lost in an outage is
+    dispatched again only by a sweeper (``services.runs.runs_sweep``)."""
+
+    def __init__(self, application: Any, channels: list[str], channel_layer: Any,
+                 max_applications: int = 1000) -> None:
+        super().__init__(application, channels, outlasting(channel_layer), max_applications)
+
+    async def handle(self) -> None:
+        ensure_sweeper()
+        await super().handle()
