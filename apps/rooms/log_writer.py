@@ -8,7 +8,9 @@ write: one transaction for all of them (conversation rows locked in id order, so
 never deadlock), then, from the event loop and only after the commit, one ``group_send`` per
 event, conversations concurrently and each conversation's events in ``seq`` order. A flush
 returns once its events are stored *and* broadcast, so the projector's next event cannot
-overtake them on the wire.
+overtake them on the wire. While the channel layer is down the broadcast is dropped, not the run:
+the events are stored with their seqs, and sockets read them again when they reconnect with
+``after_seq`` (:mod:`apps.realtime.outage`).
 
 A batch that fails (its conversation was deleted) must not fail the others: when the shared
 transaction fails, each batch is written again alone and only the bad one gets the error.
@@ -26,6 +28,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from apps.realtime.groups import EventEnvelope, conversation_group
+from apps.realtime.outage import send_or_drop
 from apps.rooms.models import Message
 from apps.rooms.services.events import event_envelope, events_store
 
@@ -104,9 +107,9 @@ async def _broadcast(batches: list[_Batch]) -> None:
     group = conversation_group(batches[0].conversation_id)
     for batch in batches:
         try:
-            for envelope in batch.envelopes:
-                await get_channel_layer().group_send(group, dict(envelope))
-        except Exception as exc:  # the run ends visibly, as when a commit hook failed before
+            await send_or_drop(get_channel_layer().group_send, group,
+                               [dict(envelope) for envelope in batch.envelopes])
+        except Exception as exc:  # not an outage: the run ends visibly
             batch.done.set_exception(exc)
             continue
         batch.done.set_result(None)

@@ -20,6 +20,7 @@ from django.db.models import Exists, OuterRef
 from apps.engine.clock import Clock
 from apps.engine.compaction.session_memory import SessionMemory
 from apps.realtime.groups import run_group
+from apps.realtime.outage import send_or_drop
 from apps.rooms.models import Conversation, Run
 
 __all__ = ["notes_mark_save", "notes_release_before", "notes_settle"]
@@ -58,8 +59,10 @@ async def notes_release_before(conversation_id: int, run_id: int) -> None:
     agent (a finished run's host takes ``run.stop`` to mean that)."""
     previous = await database_sync_to_async(_previous_run)(conversation_id, run_id)
     if previous is not None:
-        await get_channel_layer().group_send(run_group(previous),
-                                             {"type": "run.stop", "run_id": previous})
+        # Dropped while the layer is down: that notes agent ends at NOTES_TIMEOUT_S instead,
+        # and cannot overwrite this run's mark (notes_mark_save).
+        await send_or_drop(get_channel_layer().group_send, run_group(previous),
+                           [{"type": "run.stop", "run_id": previous}])
 
 
 def _previous_run(conversation_id: int, run_id: int) -> int | None:
