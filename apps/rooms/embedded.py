@@ -14,6 +14,7 @@ from channels.layers import get_channel_layer
 
 from apps.realtime.groups import RUN_CHANNEL
 from apps.rooms.run_worker import OutlastingWorker
+from apps.rooms.sweeper import ensure_sweeper
 
 __all__ = ["start_embedded_worker"]
 
@@ -25,4 +26,5 @@ def start_embedded_worker(application: object) -> list[asyncio.Task[None]]:
     loop = asyncio.get_running_loop()
     tasks = [loop.create_task(worker.handle(), name="agent-runs-worker"),
              loop.create_task(worker.application_checker(), name="agent-runs-checker")]
-    return tasks  # handle() starts the sweeper
+    ensure_sweeper()
+    return tasks

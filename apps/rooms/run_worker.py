@@ -15,20 +15,13 @@ from typing import Any
 from channels.worker import Worker
 
 from apps.realtime.outage import outlasting
-from apps.rooms.sweeper import ensure_sweeper
 
 __all__ = ["OutlastingWorker"]
 
 
 class OutlastingWorker(Worker):
-    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage; it starts
-    the sweeper at once, not at the first ``run.start``: a ``run.start`` lost in an outage is
-    dispatched again only by a sweeper (``services.runs.runs_sweep``)."""
+    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage."""
 
     def __init__(self, application: Any, channels: list[str], channel_layer: Any,
                  max_applications: int = 1000) -> None:
         super().__init__(application, channels, outlasting(channel_layer), max_applications)
-
-    async def handle(self) -> None:
-        ensure_sweeper()
-        await super().handle()
