@@ -31,7 +31,7 @@ async def outage(app: Deployment, row: Row, *, down: Callable[[], object],
     """One run streamed to a socket on each server while a service is taken ``down`` (called in
     a thread), left down ``down_s`` seconds and brought ``up`` again (in the main thread);
     fills ``row``, then asserts no run failed, every socket seq-exact, nothing lost, no delta
-    duplicated or missing."""
+    duplicated or missing, and every server and worker process still alive."""
     sockets = [Socket(server, app.conversation, app.token()) for server in app.servers]
     for socket in sockets:
         await socket.open()
@@ -45,6 +45,7 @@ async def outage(app: Deployment, row: Row, *, down: Callable[[], object],
     up()
     revived = time.monotonic()
     reconnects = [0, 0]
+    alive: list[str] = []
     ended = await asyncio.gather(*(_run_end(s, reconnects, n) for n, s in enumerate(sockets)),
                                  return_exceptions=True)
     statuses = [e["status"] if isinstance(e, dict) else repr(e) for e in ended]
@@ -62,7 +63,7 @@ async def outage(app: Deployment, row: Row, *, down: Callable[[], object],
         row.messages_lost = int(not any(m.get("client_id") == "outage-run"
                                         for m in exported["messages"]))
     finally:
-        alive = [p.name for p in (*app.servers, *app.workers) if p.proc.poll() is None]
+        alive[:] = [p.name for p in (*app.servers, *app.workers) if p.proc.poll() is None]
         row.notes.append(f"processes alive after: {alive}")
         row.notes.append(f"runs column: the run's end as each socket saw it ({statuses}); "
                          f"reconnects per socket {reconnects}; recover s: from the service's "
@@ -72,6 +73,7 @@ async def outage(app: Deployment, row: Row, *, down: Callable[[], object],
     assert row.failed == 0, statuses
     assert row.sockets_repaired == len(sockets) and row.messages_lost == 0
     assert row.deltas_duplicated == row.deltas_missing == 0
+    assert len(alive) == len(app.servers) + len(app.workers), alive
 
 
 async def _run_end(socket: Socket, reconnects: list[int], n: int) -> dict:

@@ -1,7 +1,8 @@
 """Redis killed and revived mid-run (issue 26): the session's Redis is ``kill -9``-ed while
 a run streams, stays down ``DOWN_S`` seconds and comes back on the same port, empty
-(:meth:`RedisServer.revive`); the channel layer must reconnect (:func:`tests.chaos.outage.outage`
-says what is checked).
+(:meth:`RedisServer.revive`); the channel layer must reconnect, the run worker outlast the outage
+(:mod:`apps.rooms.run_worker`) and the run go on (:func:`tests.chaos.outage.outage` says what is
+checked).
 """
 
 from __future__ import annotations
@@ -22,11 +23,6 @@ pytestmark = pytest.mark.e2e
 DOWN_S = 2.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the run ends failed, not interrupted: runworker (channels.worker.Worker.listener) lets the "
-    "channel layer's ConnectionError out of its BRPOP, so the worker process exits; that "
-    "cancels the run, whose last flush cannot broadcast while Redis is down, and the host "
-    "records failed/internal (issue 26 note)"))
 def test_redis_killed_mid_run(e2e_stack: ProcessStack, redis_server: RedisServer,
                               chaos_row: Callable[..., Row]) -> None:
     app = deploy(e2e_stack, servers=2, workers=1, rate=50)
