@@ -248,6 +248,9 @@ CONFAB = {
     "CLAIM_TIMEOUT_S": env_float("CONFAB_CLAIM_TIMEOUT_S", 20.0),
     "MAX_DISPATCHES": env_int("CONFAB_MAX_DISPATCHES", 3),
     "MAX_ITERATIONS": env_int("CONFAB_MAX_ITERATIONS", 50),
+    # The longest silence (s) allowed between two reads of a provider's stream: past it the
+    # stream counts as interrupted (retried only before any output).
+    "PROVIDER_READ_TIMEOUT_S": env_float("CONFAB_PROVIDER_READ_TIMEOUT_S", 120.0),
     # A session-notes agent still working when its run ends gets this long (s) after the end;
     # the conversation's next run cancels it sooner.
     "NOTES_TIMEOUT_S": env_float("CONFAB_NOTES_TIMEOUT_S", 120.0),

@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from pydantic import ValidationError
 
@@ -58,11 +59,12 @@ def validate_provider(*, kind: str, profile: str) -> None:
 
 
 def provider_settings(config: ProviderConfig) -> ProviderSettings:
-    """The engine's settings for ``config`` (the key decrypted); ``invalid`` as
-    :func:`validate_provider` says."""
+    """The engine's settings for ``config`` (the key decrypted; the read timeout from
+    ``CONFAB["PROVIDER_READ_TIMEOUT_S"]``); ``invalid`` as :func:`validate_provider` says."""
     validate_provider(kind=config.kind, profile=config.profile)
     return ProviderSettings(protocol=config.kind, base_url=config.base_url,
-                            api_key=config.api_key or None, profile=config.profile or None)
+                            api_key=config.api_key or None, profile=config.profile or None,
+                            read_timeout_s=settings.CONFAB["PROVIDER_READ_TIMEOUT_S"])
 
 
 class ProviderPool:

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from apps.engine.providers.base import ProviderSettings
 from tests.chaos.live import (
     Deployment,
     Socket,
@@ -38,6 +37,10 @@ from tests.e2e.harness import ProcessStack
 
 pytestmark = pytest.mark.e2e
 
+READ_TIMEOUT_S = 5.0
+"""The providers' read timeout in the stack (``CONFAB_PROVIDER_READ_TIMEOUT_S``; 120 s by
+default): the silent stream ends after it, well above the gaps of a stream at 200 tokens/s."""
+
 
 def faults() -> list[tuple[str, dict[str, Any], str]]:
     """(name, the error step, the run's expected end)."""
@@ -54,19 +57,19 @@ def faults() -> list[tuple[str, dict[str, Any], str]]:
         ("truncated body", {"fault": "truncate"}, "completed"),
         ("connection reset mid-stream", {"fault": "reset", "in_stream": True}, "failed"),
         ("truncated body mid-stream", {"fault": "truncate", "in_stream": True}, "failed"),
-        # ends at the provider's read timeout (ProviderSettings.read_timeout_s, 120 s)
+        # ends at the provider's read timeout (READ_TIMEOUT_S here)
         ("silent stream mid-stream", {"fault": "silent", "in_stream": True}, "failed"),
     ]
 
 
 def run_timeout_s(error: dict[str, Any]) -> float:
     """How long a run with ``error`` may take: a silent stream lasts the read timeout."""
-    read_timeout_s = ProviderSettings("anthropic", "http://fakellm").read_timeout_s  # default
-    return read_timeout_s + 60 if error.get("fault") == "silent" else 90
+    return READ_TIMEOUT_S + 60 if error.get("fault") == "silent" else 90
 
 
 def test_provider_faults_end_right_and_say_nothing_twice(e2e_stack: ProcessStack,
                                                          chaos_row: Callable[..., Row]) -> None:
+    e2e_stack.env["CONFAB_PROVIDER_READ_TIMEOUT_S"] = str(READ_TIMEOUT_S)
     app = deploy(e2e_stack, servers=2, workers=1, rate=200)
     cases = faults()
     row = chaos_row("provider faults (fakellm)", ", ".join(name for name, _, _ in cases))
@@ -88,8 +91,8 @@ async def _scenario(app: Deployment, cases: list[tuple[str, dict[str, Any], str]
         await watcher.send({"type": "send", "client_id": f"fault{n}",
                             "text": script(*steps)})
         began = len(watcher.events)
-        # Both read at once: a socket left unread for the silent stream's two minutes fills its
-        # client's queue, stops reading and misses the keepalive pong (the client closes 1011).
+        # Both read at once: a socket left unread for a long silent stream (120 s by default)
+        # fills its client's queue, stops reading and misses the keepalive pong (1011).
         ended, _ = await asyncio.gather(
             watcher.until("run_ended", timeout=run_timeout_s(error)),
             other.until("run_ended", timeout=run_timeout_s(error) + 30))

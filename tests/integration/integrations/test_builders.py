@@ -32,6 +32,11 @@ def test_provider_settings_carry_the_decrypted_key(provider: ProviderConfig) -> 
         protocol="openai", base_url="https://llm.example.com/v1", api_key=API_KEY, profile=None)
 
 
+def test_the_read_timeout_is_the_setting(provider: ProviderConfig, settings) -> None:
+    settings.CONFAB = {**settings.CONFAB, "PROVIDER_READ_TIMEOUT_S": 2.5}
+    assert provider_settings(provider).read_timeout_s == 2.5
+
+
 def test_blank_key_and_profile_become_none(db: None) -> None:
     config = ProviderConfig.objects.create(name="Local", kind="openai", profile="vllm",
                                            base_url="http://127.0.0.1:8000/v1")
