@@ -5,41 +5,28 @@ the rest streams in, and which starts no continuation can make valid JSON."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-MODULE = Path(__file__).resolve().parents[3] / "apps/rooms/static/rooms/partial_json.js"
-# Reads a JSON list of texts on stdin; prints one result per text: {value, complete}, or
-# {error: [name, message, position]}.
+from tests.unit.rooms.node import run_js
+
+# One result per text: {value, complete}, or {error: [name, message, position]}.
 HARNESS = """
-import { parsePartialJson } from %s;
-let input = "";
-for await (const chunk of process.stdin) input += chunk;
-const out = JSON.parse(input).map((text) => {
+output(input.map((text) => {
   try {
     const { value, complete } = parsePartialJson(text);
     return { value: value === undefined ? "<nothing>" : value, complete };
   } catch (error) {
     return { error: [error.name, error.message, error.position] };
   }
-});
-process.stdout.write(JSON.stringify(out));
+}));
 """
 
 
 def parse(*texts: str) -> list[dict[str, Any]]:
     """``parsePartialJson`` of each text, in one node process."""
-    node = shutil.which("node")
-    assert node, "node is not installed: the room's JavaScript unit tests need it"
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", HARNESS % json.dumps(MODULE.as_uri())],
-        input=json.dumps(list(texts)), capture_output=True, text=True, timeout=30, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_js("partial_json.js", "{ parsePartialJson }", HARNESS, list(texts))
 
 
 def shown(text: str) -> Any:
