@@ -48,7 +48,7 @@ def test_streaming_tool_arguments_are_shown_as_fields_while_they_arrive(
     streaming = bob.transcript.locator('.tool-card[data-status="streaming"]')  # no call id yet
     content = streaming.locator('.tool-field[data-key="content"] > dd')
     expect(content).to_contain_text("Line 3:")  # part of the value, before the rest arrives
-    docs_screenshot(bob.page, "room-streaming-tool-fields")
+    docs_screenshot(bob.page, "room-streaming-tool-fields", part=streaming)
     card = bob.tool_cards()
     expect(card.locator(".tool-status")).to_have_text("waiting for approval")
 
