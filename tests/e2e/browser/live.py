@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Browser, BrowserContext, Page
+from playwright.sync_api import Browser, BrowserContext, Locator, Page
 
 from tests.e2e.browser.room import Room
 from tests.e2e.harness import ProcessStack
@@ -214,14 +214,18 @@ def save_screenshot(page: Page, stem: str) -> Path:
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[3] / "docs" / "screenshots"
 
 
-def docs_screenshot(page: Page, stem: str, *, max_height: int = 900) -> None:
+def docs_screenshot(page: Page, stem: str, *, max_height: int = 900,
+                    part: Locator | None = None) -> None:
     """``artifacts/<stem>.png`` (the whole page), and with CONFAB_DOCS_SCREENSHOTS=1 the
     README's copy ``docs/screenshots/<stem>.png``: the top of the page down to the end of its
-    content, at most ``max_height`` pixels."""
+    content, at most ``max_height`` pixels, or only the element ``part``."""
     save_screenshot(page, stem)
     if os.environ.get("CONFAB_DOCS_SCREENSHOTS") != "1":
         return
     DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    if part is not None:
+        part.screenshot(path=DOCS_SCREENSHOTS / f"{stem}.png", animations="disabled")
+        return
     bottom = page.evaluate("() => Math.ceil(document.querySelector('main')"
                            ".getBoundingClientRect().bottom + window.scrollY)")
     width = page.viewport_size["width"] if page.viewport_size else 1200

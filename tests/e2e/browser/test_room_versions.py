@@ -1,6 +1,7 @@
-"""Regenerate, earlier versions and titles in a real browser (issue 19): a regenerated answer
-keeps the old one as an earlier version that a switch shows; the first exchange titles the
-conversation and a rename reaches every watcher live."""
+"""Regenerate, edit, fork, versions and titles in a real browser (issue 19): each replaced
+answer or message stays as an earlier version behind a ‹ k/n › switcher, live for every watcher
+and after a reload; Edit, Fork and Regenerate in the transcript, refused clearly; the first
+exchange titles the conversation and a rename reaches every watcher live."""
 
 from __future__ import annotations
 
@@ -10,37 +11,126 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.browser.live import ConfabServer, People, docs_screenshot
+from tests.e2e.browser.room import Room, script
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_regenerated_answer_keeps_the_earlier_one_behind_a_switch(
+def shown_answers(room: Room) -> list[str | None]:
+    """The ``data-message-id`` of each answer the transcript shows (not the hidden versions)."""
+    answers = room.messages("assistant").locator("visible=true")
+    return [answers.nth(i).get_attribute("data-message-id") for i in range(answers.count())]
+
+
+def test_each_regenerated_answer_is_a_version_behind_its_own_switcher(
         confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
     conversation = confab_server.new_conversation(request.node.name)
     alice, bob = people.room("alice", conversation), people.room("bob", conversation)
     alice.send("Name a colour.")
-    expect(alice.assistant_bodies()).to_have_count(1)
     expect(alice.run_status).to_have_text("Completed")
+    expect(alice.page.locator(".version-switch")).to_have_count(0)  # one version: no switcher
+    first = shown_answers(alice)
 
     bob.page.get_by_role("button", name="Regenerate").click()
     for room in (alice, bob):
         expect(room.run_status).to_have_text("Completed")
         expect(room.messages("assistant")).to_have_count(2)  # both are in the transcript
-        expect(room.assistant_bodies().locator("visible=true")).to_have_count(1)
-    switch = alice.page.locator('button[data-action="earlier-versions"]')
-    expect(switch).to_have_text("Show earlier versions (1)")
-    switch.click()
-    expect(switch).to_have_text("Hide earlier versions (1)")
-    expect(alice.assistant_bodies().locator("visible=true")).to_have_count(2)
-    earlier = alice.transcript.locator("article.message.superseded")
-    expect(earlier).to_have_count(1)
-    expect(earlier.locator(".message-flag.earlier")).to_have_text("earlier version")
-    docs_screenshot(alice.page, "room-earlier-versions")
+        expect(room.messages("assistant").locator("visible=true")).to_have_count(1)
+        expect(room.page.locator(".version-switch .version-count")).to_have_text("2/2")
+    second = shown_answers(alice)
+    assert second != first
 
-    bob.reload()  # the state frame carries the earlier version too
-    expect(bob.messages("assistant")).to_have_count(2)
-    expect(bob.page.locator('button[data-action="earlier-versions"]')).to_have_text(
-        "Show earlier versions (1)")
+    switch = alice.page.locator(".version-switch")
+    switch.get_by_role("button", name="Previous version").click()
+    expect(switch.locator(".version-count")).to_have_text("1/2")
+    assert shown_answers(alice) == first
+    expect(alice.messages("assistant").locator("visible=true").locator(
+        ".message-flag.earlier")).to_have_text("earlier version")
+    expect(switch.get_by_role("button", name="Previous version")).to_be_disabled()
+    expect(bob.page.locator(".version-count")).to_have_text("2/2")  # each watcher flips alone
+    docs_screenshot(alice.page, "room-version-switcher")
+
+    alice.page.get_by_role("button", name="Regenerate").click()  # a new version: shown to all
+    for room in (alice, bob):
+        expect(room.run_status).to_have_text("Completed")
+        expect(room.page.locator(".version-count")).to_have_text("3/3")
+        expect(room.messages("assistant").locator("visible=true")).to_have_count(1)
+    third = shown_answers(bob)
+    assert third not in (first, second)
+
+    bob.reload()  # the state frame carries every version and who replaced whom
+    expect(bob.messages("assistant")).to_have_count(3)
+    expect(bob.page.locator(".version-count")).to_have_text("3/3")
+    assert shown_answers(bob) == third
+    for shown, answer in (("2/3", second), ("1/3", first)):
+        bob.page.get_by_role("button", name="Previous version").click()
+        expect(bob.page.locator(".version-count")).to_have_text(shown)
+        assert shown_answers(bob) == answer
+    bob.page.get_by_role("button", name="Next version").click()
+    expect(bob.page.locator(".version-count")).to_have_text("2/3")
+
+
+LONG = " ".join(["words"] * 120)  # about 3 s at the harness's pace
+
+
+def test_edit_fork_and_regenerate_from_the_transcript(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    conversation = confab_server.new_conversation(request.node.name)
+    alice, bob = people.room("alice", conversation), people.room("bob", conversation)
+    carol = people.room("carol", conversation)  # a viewer
+    question = script({"text": LONG})
+    alice.send(question)
+    mine = alice.messages("user")
+    expect(alice.run_status).to_contain_text("Running")
+    expect(mine.locator('button[data-action="edit-message"]')).to_be_hidden()  # not mid-run
+    forks = alice.page.locator('.message-actions button[data-action="fork"]:visible')
+    expect(forks).to_have_count(0)
+    expect(alice.run_status).to_have_text("Completed")
+    expect(mine.locator('button[data-action="edit-message"]')).to_be_visible()
+    expect(alice.messages("assistant").locator('button[data-action="fork"]')).to_be_visible()
+    # only the author edits; a viewer gets no buttons at all
+    expect(bob.messages("user").locator('button[data-action="edit-message"]')).to_be_hidden()
+    expect(bob.messages("user").locator('button[data-action="fork"]')).to_be_visible()
+    expect(carol.messages("assistant")).to_have_count(1)
+    expect(carol.page.locator(".message-actions button:visible")).to_have_count(0)
+    expect(carol.page.get_by_role("button", name="Regenerate")).to_have_count(0)
+
+    # a run started meanwhile: the edit is refused, said in the editor, the text kept
+    mine.locator('button[data-action="edit-message"]').click()
+    editor = alice.transcript.locator("form.message-edit textarea")
+    expect(editor).to_have_value(question)
+    bob.page.get_by_role("button", name="Regenerate").click()
+    expect(alice.run_status).to_contain_text("Running")
+    editor.fill("Name a fruit.")
+    alice.page.get_by_role("button", name="Save and ask again").click()
+    expect(alice.transcript.locator(".message-edit-error")).to_have_text(
+        "Not saved: The agent is working: wait for its run to end, or stop it first.")
+    expect(editor).to_have_value("Name a fruit.")
+    expect(alice.run_status).to_have_text("Completed")
+
+    alice.page.get_by_role("button", name="Save and ask again").click()
+    for room in (alice, bob):
+        expect(room.run_status).to_have_text("Completed")
+        expect(room.messages("user").locator("visible=true").locator(".body")).to_have_text(
+            "Name a fruit.")
+        expect(room.messages("user").locator(".version-count")).to_have_text("2/2")
+    expect(alice.transcript.locator("form.message-edit")).to_have_count(0)
+    # the earlier version: the question and the answer it had then (itself a 2/2 version)
+    bob.messages("user").get_by_role("button", name="Previous version").click()
+    expect(bob.messages("user").locator("visible=true").locator(".body")).to_have_text(question)
+    expect(bob.messages("assistant").locator("visible=true").locator(".version-count")).to_have_text(
+        "2/2")
+    bob.messages("user").get_by_role("button", name="Next version").click()
+
+    # Fork at the new answer (streamed live: the page knows it by its engine id only)
+    answer = bob.messages("assistant").locator("visible=true")
+    expect(answer).to_have_count(1)
+    answer.locator('button[data-action="fork"]').click()
+    bob.page.wait_for_url(lambda url: f"/conversations/{conversation}/" not in url)
+    forked = Room(bob.page, int(bob.page.url.rstrip("/").rsplit("/", 1)[1]), "bob")
+    expect(forked.messages("user").locator(".body")).to_have_text(["Name a fruit."])
+    expect(forked.messages("assistant")).to_have_count(1)
+    assert forked.conversation_id != conversation
 
 
 def test_the_first_exchange_titles_the_conversation_and_a_rename_reaches_everyone(

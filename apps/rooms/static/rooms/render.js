@@ -141,7 +141,7 @@ export class Renderer {
     if (dirty.prepended) doc.scrollTop = doc.scrollHeight - fromBottom;
     if (dirty.history) this.renderHistory();
     if (dirty.run) this.renderRun();
-    if (dirty.run || dirty.messages.size) renderVersions(this.root, store);
+    if (dirty.run || dirty.messages.size || dirty.order) renderVersions(this.root, store, this);
     if (dirty.title) renderTitle(this.root, store);
     if (dirty.presence) this.renderPresence();
     if (dirty.typing) this.renderTyping();

@@ -228,7 +228,7 @@ export class Store {
     Object.assign(msg, { id: m.id, engineId: m.engine_id, role: m.role, author: m.author,
                          status: m.status, clientId: m.client_id, sending: false,
                          queued: m.status === "pending", wakesAgent: !!m.wakes_agent,
-                         supersededBy: m.superseded_by_run || null });
+                         runId: m.run_id ?? null, supersededBy: m.superseded_by_run || null });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
     msg.sources = m.sources || [];
@@ -608,6 +608,7 @@ const HANDLERS = {
     const msg = this._message(ev.message_id);
     msg.role = "assistant";
     msg.status = "streaming";
+    msg.runId = this.run ? this.run.id : null; // its version (version_slots.js)
   },
   text_delta(ev) {
     this._message(ev.message_id).text += ev.text;

@@ -1,9 +1,10 @@
-// Tool cards: one per tool call. The arguments fill in while they stream (partial JSON), then
+// Tool cards: one per tool call. The arguments fill in as fields while they stream, then
 // the card shows the status, the duration, the approval buttons or who decided, an AskUser
 // question's form or its answer, and the result (a long one folded, with "Show all"). Cards are
 // updated in place, so a half-typed answer or a focused button survives every redraw.
 
 import { setMarkdown } from "./markdown.js";
+import { renderFields } from "./tool_fields.js";
 
 const STATUS_TEXT = {
   streaming: gettext("running"),
@@ -42,15 +43,6 @@ function setText(el, text) {
 
 function show(el, visible) {
   if (el.hidden === visible) el.hidden = !visible;
-}
-
-function argsText(call) {
-  if (call.args) {
-    const keys = Object.keys(call.args);
-    if (keys.length === 0) return "";
-    return JSON.stringify(call.args, null, 2);
-  }
-  return call.argsText;
 }
 
 function duration(ms) {
@@ -98,7 +90,9 @@ export function createCard() {
   const head = element("div", "tool-head");
   head.append(element("span", "tool-name"), element("span", "tool-status"),
               element("span", "tool-duration"));
-  card.append(head, element("pre", "tool-args"));
+  const args = element("dl", "tool-args");
+  args.setAttribute("aria-label", gettext("Arguments"));
+  card.append(head, args);
   return card;
 }
 
@@ -222,8 +216,8 @@ export function renderCard(card, call, canWrite) {
   setText(card.querySelector(".tool-duration"),
           call.status === "denied" ? "" : duration(call.durationMs));
   const args = card.querySelector(".tool-args");
-  setText(args, argsText(call));
-  show(args, args.textContent !== "" && !call.question);
+  renderFields(args, call);
+  if (call.question) show(args, false);
   renderApproval(card, call, canWrite);
   renderQuestion(card, call, canWrite);
   if (call.note) setText(child(card, ".tool-note", () => element("p", "tool-note")), call.note);

@@ -1,9 +1,13 @@
 // Earlier versions, regenerate, and the conversation's title (issue 19).
 //
 // A message the server marked superseded (an edit or a regenerated answer replaced it) stays in
-// the transcript as an earlier version: hidden until "Show earlier versions" switches them on,
-// and marked "earlier version" then. "Regenerate" and renaming are REST and socket calls; what
-// they change arrives as events (messages_superseded, title_changed) like anyone's.
+// the transcript as an earlier version: one version of each slot (version_slots.js) is shown,
+// the newest unless someone flips the ‹ k/n › switcher on its first message, and an earlier
+// one is marked "earlier version". "Regenerate", Edit, Fork and renaming are REST and socket
+// calls; what they change arrives as events (messages_superseded, title_changed) like anyone's.
+
+import { apiPost, renderMessageActions, setupMessageActions } from "./message_actions.js";
+import { hiddenMessages, versionSlots } from "./version_slots.js";
 
 export function supersede(store, ev) {
   // messages_superseded: the listed messages became earlier versions of run ev.run_id. A
@@ -25,23 +29,84 @@ export function retitle(store, ev) {
   store.dirty.title = true;
 }
 
-export function renderVersions(root, store) {
-  // The "earlier versions" switch shows how many there are; hidden while there are none.
-  const earlier = [...store.messages.values()].filter((m) => m.supersededBy).length;
-  const toggle = root.querySelector('button[data-action="earlier-versions"]');
-  if (toggle) {
-    toggle.hidden = earlier === 0;
-    const shown = root.querySelector("#transcript").classList.contains("show-earlier");
-    toggle.setAttribute("aria-pressed", String(shown));
-    toggle.textContent = interpolate(shown ? gettext("Hide earlier versions (%(count)s)")
-      : gettext("Show earlier versions (%(count)s)"), { count: earlier }, true);
+const chosen = new Map(); // slot id -> {index, count}: the version this page shows
+
+function chosenIndex(slot) {
+  // The newest version, until someone flips; a new version arriving shows the new one.
+  const seen = chosen.get(slot.id);
+  if (!seen || seen.count !== slot.versions.length) {
+    chosen.set(slot.id, { index: slot.versions.length - 1, count: slot.versions.length });
   }
+  return chosen.get(slot.id).index;
+}
+
+function switcher(head) {
+  let nav = head.querySelector(":scope > .version-switch");
+  if (!nav) {
+    nav = document.createElement("nav");
+    nav.className = "version-switch";
+    nav.setAttribute("aria-label", gettext("Versions"));
+    const button = (action, text, label) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.action = action;
+      b.textContent = text;
+      b.setAttribute("aria-label", label);
+      return b;
+    };
+    const count = document.createElement("span");
+    count.className = "version-count";
+    nav.append(button("version-prev", "‹", gettext("Previous version")), count,
+               button("version-next", "›", gettext("Next version")));
+    head.append(nav);
+  }
+  return nav;
+}
+
+function renderSwitchers(store, renderer) {
+  // Each slot shows one version; its first message carries the ‹ k/n › switcher.
+  const slots = versionSlots(store.placed);
+  const hidden = hiddenMessages(slots, chosenIndex);
+  const wanted = new Map(); // article -> {slot, index, count}
+  for (const slot of slots) {
+    const index = chosenIndex(slot);
+    const first = slot.versions[index][0];
+    if (!hidden.has(first)) wanted.set(renderer.articleFor(first), { slot, index });
+  }
+  for (const msg of store.placed) {
+    const article = renderer.articleFor(msg);
+    if (article.hidden !== hidden.has(msg)) article.hidden = hidden.has(msg);
+    const want = wanted.get(article);
+    const head = article.querySelector(".message-head");
+    if (!want) {
+      head.querySelector(":scope > .version-switch")?.remove();
+      continue;
+    }
+    const nav = switcher(head);
+    const count = want.slot.versions.length;
+    nav.dataset.slot = String(want.slot.id);
+    nav.querySelector(".version-count").textContent = `${want.index + 1}/${count}`;
+    nav.querySelector('[data-action="version-prev"]').disabled = want.index === 0;
+    nav.querySelector('[data-action="version-next"]').disabled = want.index === count - 1;
+  }
+}
+
+export function renderVersions(root, store, renderer) {
+  renderSwitchers(store, renderer);
+  renderMessageActions(store, renderer);
   const regenerate = root.querySelector('button[data-action="regenerate"]');
   if (regenerate) {
     const answered = [...store.messages.values()].some((m) => m.role === "assistant"
                                                               && !m.supersededBy);
     regenerate.hidden = !!store.run || !store.canWrite || !answered;
   }
+}
+
+function flip(store, nav, step) {
+  const seen = chosen.get(Number(nav.dataset.slot));
+  if (!seen) return;
+  seen.index = Math.min(seen.count - 1, Math.max(0, seen.index + step));
+  store.dirty.run = true; // redraws the switchers
 }
 
 export function renderTitle(root, store) {
@@ -53,28 +118,19 @@ export function renderTitle(root, store) {
   document.title = [title, ...parts.slice(1)].join(" · ");
 }
 
-async function post(root, path) {
-  const response = await fetch(path, {
-    method: "POST", credentials: "same-origin",
-    headers: { "X-CSRFToken": root.dataset.csrf, "Content-Type": "application/json" },
-  });
-  if (response.ok) return null;
-  const body = await response.json().catch(() => ({}));
-  return body.message || String(response.status);
-}
 
 export function setupVersions(root, store, socket, renderer) {
   const id = root.dataset.conversationId;
+  setupMessageActions(root, store, renderer);
   root.addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-action]");
     if (!button || !root.contains(button)) return;
-    if (button.dataset.action === "earlier-versions") {
-      root.querySelector("#transcript").classList.toggle("show-earlier");
-      store.dirty.run = true;
+    if (button.dataset.action === "version-prev" || button.dataset.action === "version-next") {
+      flip(store, button.closest(".version-switch"), button.dataset.action === "version-next" ? 1 : -1);
       renderer.schedule();
     } else if (button.dataset.action === "regenerate") {
       button.disabled = true;
-      const refused = await post(root, `/api/conversations/${id}/regenerate`);
+      const { refused } = await apiPost(root, `/api/conversations/${id}/regenerate`);
       button.disabled = false;
       if (refused) store.notice("regenerate", "error", refused, { replace: true });
       renderer.schedule();
