@@ -28,6 +28,7 @@ from apps.accounts.models import Membership
 from apps.accounts.selectors import amembership_of
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.clock import MONOTONIC, Clock
+from apps.realtime.event_frame import event_frame
 from apps.realtime.frames import (
     WRITE_FRAMES,
     AnswerFrame,
@@ -201,14 +202,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             for row in batch:
                 if until is not None and row.seq > until:
                     return
-                await self._send_event(row.seq, row.payload)
+                await self._send_event(row.seq, row.kind, event_frame(row.seq, row.payload))
             if len(batch) < REPLAY_BATCH:
                 return
 
-    async def _send_event(self, seq: int, event: dict[str, Any]) -> None:
-        await self.send_json({"type": "event", "seq": seq, "event": event})
+    async def _send_event(self, seq: int, kind: str, frame: str) -> None:
+        await self.send(text_data=frame)  # encoded once for every socket (event_frame)
         self.last_seq = seq
-        self.tail.saw(event.get("kind", ""))
+        self.tail.saw(kind)
 
     async def _catch_up_to(self, seq: int) -> None:
         """The log reaches ``seq``: send what is missing up to it from the store, then an
@@ -353,7 +354,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if seq > self.last_seq + 1:
                 await self._fill(seq - 1)  # a message the layer dropped: from the store
             if seq > self.last_seq:  # (a fresh state may hold it already)
-                await self._send_event(seq, message["event"])
+                await self._send_event(seq, message["kind"], message["frame"])
 
     async def conv_hwm(self, message: dict[str, Any]) -> None:
         """The log's last seq, from the run's host: fetch what the layer dropped before it."""
