@@ -25,7 +25,7 @@ from django.conf import settings
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
-from apps.accounts.selectors import amembership_of
+from apps.accounts.selectors import amembership_of, membership_of
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.clock import MONOTONIC, Clock
 from apps.realtime.event_frame import event_frame
@@ -51,6 +51,7 @@ from apps.realtime.frames import (
     parse_client_frame,
 )
 from apps.realtime.groups import conversation_group, user_group
+from apps.realtime.live import dispatch_live
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
@@ -107,7 +108,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         if self.joined and not message["type"].startswith(("websocket.", "conv.")):
             self.tail.heard_other()  # a busy inbox is one that can overflow
-        await super().dispatch(message)
+        if not await dispatch_live(self, message):  # live frames: no database hop each
+            await super().dispatch(message)
 
     # -- connect / disconnect ----------------------------------------------------------------
     async def connect(self) -> None:
@@ -176,7 +178,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _send_state(self, membership: Membership | None = None) -> None:
         """A fresh ``state`` frame; the socket goes on from its ``seq``."""
         if membership is None:
-            membership = await amembership_of(self.scope["user"], self.team_id)
+            membership = await database_sync_to_async(membership_of)(  # not async ORM:
+                self.scope["user"], self.team_id)  # live messages skip channels' hop
             if membership is None:  # removed from the team meanwhile
                 await self.close(code=CLOSE_NOT_FOUND)
                 return
