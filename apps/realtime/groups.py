@@ -3,7 +3,7 @@ channel layers require."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 __all__ = ["RUN_CHANNEL", "conversation_group", "run_group", "user_group", "wiki_group",
            "EventEnvelope", "HwmEnvelope"]
@@ -33,11 +33,14 @@ def wiki_group(team_id: int) -> str:
 
 
 class EventEnvelope(TypedDict):
-    """A logged event on its way to the sockets: ``type`` "conv.event"."""
+    """A logged event on its way to the sockets: ``type`` "conv.event", ``kind`` the event's
+    kind, ``frame`` the socket's ``event`` frame as JSON text, encoded once for every watcher
+    (:mod:`apps.realtime.event_frame`)."""
 
     type: str
     seq: int
-    event: dict[str, Any]
+    kind: str
+    frame: str
 
 
 class HwmEnvelope(TypedDict):

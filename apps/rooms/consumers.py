@@ -25,9 +25,10 @@ from django.conf import settings
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
-from apps.accounts.selectors import amembership_of
+from apps.accounts.selectors import amembership_of, membership_of
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.clock import MONOTONIC, Clock
+from apps.realtime.event_frame import event_frame
 from apps.realtime.frames import (
     WRITE_FRAMES,
     AnswerFrame,
@@ -50,6 +51,7 @@ from apps.realtime.frames import (
     parse_client_frame,
 )
 from apps.realtime.groups import conversation_group, user_group
+from apps.realtime.live import dispatch_live
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.attachments import read_attachments
 from apps.rooms.history import messages_page
@@ -106,7 +108,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         if self.joined and not message["type"].startswith(("websocket.", "conv.")):
             self.tail.heard_other()  # a busy inbox is one that can overflow
-        await super().dispatch(message)
+        if not await dispatch_live(self, message):  # live frames: no database hop each
+            await super().dispatch(message)
 
     # -- connect / disconnect ----------------------------------------------------------------
     async def connect(self) -> None:
@@ -175,7 +178,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _send_state(self, membership: Membership | None = None) -> None:
         """A fresh ``state`` frame; the socket goes on from its ``seq``."""
         if membership is None:
-            membership = await amembership_of(self.scope["user"], self.team_id)
+            membership = await database_sync_to_async(membership_of)(  # not async ORM:
+                self.scope["user"], self.team_id)  # live messages skip channels' hop
             if membership is None:  # removed from the team meanwhile
                 await self.close(code=CLOSE_NOT_FOUND)
                 return
@@ -201,14 +205,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             for row in batch:
                 if until is not None and row.seq > until:
                     return
-                await self._send_event(row.seq, row.payload)
+                await self._send_event(row.seq, row.kind, event_frame(row.seq, row.payload))
             if len(batch) < REPLAY_BATCH:
                 return
 
-    async def _send_event(self, seq: int, event: dict[str, Any]) -> None:
-        await self.send_json({"type": "event", "seq": seq, "event": event})
+    async def _send_event(self, seq: int, kind: str, frame: str) -> None:
+        await self.send(text_data=frame)  # encoded once for every socket (event_frame)
         self.last_seq = seq
-        self.tail.saw(event.get("kind", ""))
+        self.tail.saw(kind)
 
     async def _catch_up_to(self, seq: int) -> None:
         """The log reaches ``seq``: send what is missing up to it from the store, then an
@@ -353,7 +357,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if seq > self.last_seq + 1:
                 await self._fill(seq - 1)  # a message the layer dropped: from the store
             if seq > self.last_seq:  # (a fresh state may hold it already)
-                await self._send_event(seq, message["event"])
+                await self._send_event(seq, message["kind"], message["frame"])
 
     async def conv_hwm(self, message: dict[str, Any]) -> None:
         """The log's last seq, from the run's host: fetch what the layer dropped before it."""

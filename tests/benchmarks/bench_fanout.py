@@ -40,6 +40,9 @@ frame it delivered (µs). To see where that time goes, profile the two processes
 with py-spy (``pip install py-spy``; ``--keep-logs`` keeps the stack up no longer than the run,
 so attach while it runs): ``py-spy record -r 200 -f raw -o worker.txt -d 45 --pid <pid of
 manage.py runworker agent-runs>``, the same with Daphne's pid, or ``py-spy dump --pid <pid>``.
+Add ``--nonblocking`` when the step's CPU figures matter: by default py-spy pauses the process
+for every sample, which inflates its CPU per frame. To see the streaming alone, start it a few
+seconds after the previous step's line (the next step's joins settle first) for a few seconds.
 
 Two things are set for the stack to survive the benchmark, both reported to the project: the
 Redis URL carries ``socket_timeout=30`` (redis-py 8's 5 s default read timeout equals

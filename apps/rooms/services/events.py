@@ -14,6 +14,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Max
 
+from apps.realtime.event_frame import event_frame
 from apps.realtime.groups import EventEnvelope, conversation_group
 from apps.realtime.publish import group_send_on_commit
 from apps.rooms.models import Conversation, ConversationEvent, Message
@@ -78,8 +79,10 @@ def events_store(conversation_id: int, events: Iterable[tuple[str, dict[str, Any
 
 
 def event_envelope(row: ConversationEvent) -> EventEnvelope:
-    """The channel-layer message that carries a stored event to the sockets."""
-    return {"type": "conv.event", "seq": row.seq, "event": row.payload}
+    """The channel-layer message that carries a stored event to the sockets, its frame
+    encoded once here instead of once per socket."""
+    return {"type": "conv.event", "seq": row.seq, "kind": row.kind,
+            "frame": event_frame(row.seq, row.payload)}
 
 
 def events_append(conversation_id: int, events: Iterable[tuple[str, dict[str, Any]]], *,

@@ -5,6 +5,7 @@ conversation that is gone fails only its own write."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -51,7 +52,9 @@ async def test_concurrent_flushes_are_stored_then_broadcast_in_seq_order(
     heard: dict[int, list[int]] = {}
     for _ in range(len(convs) * 4):
         message = await asyncio.wait_for(layer.receive(channel), 5)
-        conversation_id = int(message["event"]["text"][:-1])
+        frame = json.loads(message["frame"])  # encoded once, for every watcher
+        assert frame["seq"] == message["seq"]
+        conversation_id = int(frame["event"]["text"][:-1])
         assert await ConversationEvent.objects.filter(  # stored before it was broadcast
             conversation_id=conversation_id, seq=message["seq"]).aexists()
         heard.setdefault(conversation_id, []).append(message["seq"])
