@@ -7,6 +7,7 @@ once Redis is back."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -64,7 +65,8 @@ async def test_a_flush_while_the_layer_is_down_is_stored_and_the_run_goes_on(
     await layer.group_add(conversation_group(conversation.pk), channel)
     await log_writer().write(conversation.pk, run.pk, [delta("c")], {})
     heard = await asyncio.wait_for(layer.receive(channel), 10)
-    assert (heard["seq"], heard["event"]["text"]) == (3, "c")  # broadcast again, seq-exact
+    frame = json.loads(heard["frame"])  # the frame the writer encoded once for every watcher
+    assert (heard["seq"], frame["seq"], frame["event"]["text"]) == (3, 3, "c")  # seq-exact
     await layer.close_pools()
 
 
