@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from apps.accounts.models import User
 from apps.common.errors import ApplicationError, ErrorCode
@@ -61,10 +62,10 @@ class SearchHit:
 def _clean(query: str) -> str:
     text = " ".join(query.split())
     if not text:
-        raise ApplicationError(ErrorCode.INVALID, "Search for at least one character.")
+        raise ApplicationError(ErrorCode.INVALID, gettext("Search for at least one character."))
     if len(text) > QUERY_MAX_CHARS:
-        raise ApplicationError(ErrorCode.INVALID,
-                               f"Search for at most {QUERY_MAX_CHARS} characters.")
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "Search for at most %(n)s characters.") % {"n": QUERY_MAX_CHARS})
     return text
 
 

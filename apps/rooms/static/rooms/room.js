@@ -4,6 +4,7 @@
 import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
 import { copiedText, copyWith } from "./copy.js";
+import { setupMessageFocus } from "./focus.js";
 import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
 import { Sidebar } from "./sidebar.js";
@@ -55,6 +56,7 @@ function start(root) {
     onFrame: (frame) => {
       handleFrame(frame);
       renderer.schedule();
+      if (frame.type === "state" || frame.type === "history") focusMessage();
     },
     onStatus: (state, detail) => {
       renderer.setConnection(state, CONNECTION_TEXT[state] || state);
@@ -138,6 +140,8 @@ function start(root) {
     if (before !== null && !socket.send({ type: "history", before })) store.loadingHistory = false;
     renderer.schedule();
   }
+
+  const focusMessage = setupMessageFocus({ store, renderer, loadHistory }); // #message-<id>
 
   const more = root.querySelector("#history-more");
   if (more && "IntersectionObserver" in window) {
