@@ -11,7 +11,7 @@ from __future__ import annotations
 from ninja import NinjaAPI
 from ninja.operation import Operation
 
-from apps.api import conversations, images, rooms, versions
+from apps.api import conversations, images, rooms, search, versions
 from apps.api.auth import SessionAuth, TokenAuth
 from apps.api.errors import install_error_handlers
 from apps.wiki import api as wiki_api
@@ -43,5 +43,6 @@ api.add_router("/", rooms.router)
 api.add_router("/", conversations.router)
 api.add_router("/", versions.router)
 api.add_router("/", images.router)
+api.add_router("/", search.router)
 api.add_router("/", wiki_api.router)
 install_error_handlers(api)

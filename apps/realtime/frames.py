@@ -21,7 +21,9 @@ Client -> server (``docs/protocol.md`` has the full contract):
 - ``{"type": "rename", "title"}``: give the conversation a new title;
 - ``{"type": "configure", "model", "reasoning"}``: the model and reasoning controls of the
   next runs;
-- ``{"type": "typing"}``.
+- ``{"type": "typing"}``;
+- ``{"type": "sidebar"}``: show the room's sidebar (answered with a ``sidebar`` frame, then
+  its changes).
 
 Server -> client frames are built by :mod:`apps.realtime.server_frames`.
 """
@@ -60,6 +62,7 @@ __all__ = [
     "RenameFrame",
     "SendFrame",
     "SetAgentModeFrame",
+    "SidebarFrame",
     "StopFrame",
     "TypingFrame",
     "ValidationError",
@@ -199,6 +202,12 @@ class TypingFrame(_Frame):
     type: Literal["typing"]
 
 
+class SidebarFrame(_Frame):
+    """Subscribe to the room's sidebar (its conversations, runs and presence)."""
+
+    type: Literal["sidebar"]
+
+
 class HistoryFrame(_Frame):
     """The page of messages older than ``before`` (a cursor from ``state`` or ``history``)."""
 
@@ -209,7 +218,7 @@ class HistoryFrame(_Frame):
 ClientFrame = Annotated[
     SendFrame | StopFrame | DecideFrame | AnswerFrame | ElicitFrame | CompactFrame
     | SetAgentModeFrame | AskAgentFrame | TypingFrame | HistoryFrame | PromptsFrame
-    | RenameFrame | ConfigureFrame,
+    | RenameFrame | ConfigureFrame | SidebarFrame,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["RUN_CHANNEL", "conversation_group", "run_group", "user_group", "wiki_group",
-           "EventEnvelope", "HwmEnvelope"]
+__all__ = ["RUN_CHANNEL", "conversation_group", "room_group", "run_group", "user_group",
+           "wiki_group", "EventEnvelope", "HwmEnvelope"]
 
 RUN_CHANNEL = "agent-runs"
 """The channel run workers consume (``manage.py runworker agent-runs``)."""
@@ -15,6 +15,11 @@ RUN_CHANNEL = "agent-runs"
 def conversation_group(conversation_id: int) -> str:
     """Every socket watching the conversation."""
     return f"conv.{conversation_id}"
+
+
+def room_group(room_id: int) -> str:
+    """Every socket watching one of the room's conversations (the room page's sidebar)."""
+    return f"room.{room_id}"
 
 
 def run_group(run_id: int) -> str:

@@ -44,6 +44,7 @@ from apps.realtime.frames import (
     RenameFrame,
     SendFrame,
     SetAgentModeFrame,
+    SidebarFrame,
     StopFrame,
     TypingFrame,
     ValidationError,
@@ -73,6 +74,7 @@ from apps.rooms.services.runs import (
     run_elicit,
     run_stop,
 )
+from apps.rooms.sidebar_socket import SidebarHandlers, SidebarWatch
 from apps.rooms.state import conversation_state
 from apps.rooms.sweeper import ensure_sweeper
 from apps.rooms.tail import TailWatch
@@ -85,7 +87,7 @@ logger = logging.getLogger(__name__)
 REPLAY_BATCH = 500
 
 
-class ConversationConsumer(AsyncJsonWebsocketConsumer):
+class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
     """One watcher of one conversation. ``clock`` times the tail checks (tests give theirs)."""
 
     clock: Clock = MONOTONIC
@@ -104,6 +106,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 self._watching.cancel()
             if self.joined:
                 self.roster.close()
+                self.sidebar.close()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         if self.joined and not message["type"].startswith(("websocket.", "conv.")):
@@ -136,6 +139,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(conversation_group(self.conversation_id),
                                            self.channel_name)
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
+        self.sidebar = SidebarWatch(
+            self.channel_layer, self.channel_name, room_id=conversation.room_id,
+            conversation_id=conversation.pk, me=self.me, clock=self.clock,
+            interval_s=conf["PRESENCE_INTERVAL_S"], send_json=self.send_json)
+        await self.sidebar.start()
         self.joined = True
         after_seq = self._after_seq()
         if after_seq is not None:  # nobody has seen beyond the log: a higher value is a mistake
@@ -153,6 +161,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                                                     "channel": self.channel_name})
         await self.channel_layer.group_discard(group, self.channel_name)
         await self.channel_layer.group_discard(user_group(self.me["id"]), self.channel_name)
+        await self.sidebar.stop()
 
     def _after_seq(self) -> int | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -335,6 +344,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             case PromptsFrame():
                 await self.send_json({"type": "prompts", "prompts": await team_prompts(
                     conversation.room.team, membership.user)})
+            case SidebarFrame():
+                await self.sidebar.subscribe()
             case TypingFrame():  # past the throttle in receive_json
                 await self.channel_layer.group_send(conversation_group(self.conversation_id),
                                                     {"type": "presence.typing", "user": self.me})

@@ -11,6 +11,7 @@ from django.db.models import Q
 from apps.accounts.models import Team
 from apps.common.models import TimeStampedModel
 from apps.integrations.models import ModelConfig
+from apps.rooms.plain_text import plain_text
 
 
 class Room(TimeStampedModel):
@@ -95,7 +96,9 @@ class Message(TimeStampedModel):
     ``superseded_by``: the run that replaced this message with a new version (an edit of the
     person's last message, or a regenerated answer): the message keeps its place in the
     transcript and the exports as an earlier version, left out of the model's history; the
-    new version is that run's messages.
+    new version is that run's messages. ``search_text``: the words of ``content`` as plain text
+    (:func:`apps.rooms.plain_text.plain_text`), for search; :meth:`save` keeps it, and so must
+    any ``update()`` of ``content``.
     """
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
@@ -120,6 +123,7 @@ class Message(TimeStampedModel):
     wakes_agent = models.BooleanField(default=True)
     superseded_by = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="superseded")
+    search_text = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["position", "id"]
@@ -134,6 +138,10 @@ class Message(TimeStampedModel):
         # Pages of the transcript, newest first (apps.rooms.history).
         indexes = [models.Index(fields=["conversation", "position", "id"],
                                 name="message_page_order")]
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        self.search_text = plain_text(self.content)
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
 
 
 class RunStatus(models.TextChoices):

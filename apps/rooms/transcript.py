@@ -11,6 +11,7 @@ from apps.engine.messages import Message as EngineMessage
 from apps.engine.sources import sources
 from apps.rooms.images import shown_content, with_image_data
 from apps.rooms.models import Message, MessageStatus
+from apps.rooms.plain_text import plain_text
 
 __all__ = ["engine_message", "history_of", "history_rows", "message_fields", "message_json"]
 
@@ -52,10 +53,11 @@ def message_fields(message: EngineMessage) -> dict[str, Any]:
     """Column values for storing an engine message."""
     status = {"cancelled": MessageStatus.CANCELLED, "error": MessageStatus.ERROR}.get(
         message.status, MessageStatus.COMPLETE)
+    content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
     return {
         "role": message.role,
-        "content": [block.model_dump(mode="json", exclude_none=True)
-                    for block in message.content],
+        "content": content,
+        "search_text": plain_text(content),
         "reasoning_content": message.reasoning_content,
         "provider": message.provider or "",
         "model": message.model or "",

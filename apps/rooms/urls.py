@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from apps.rooms import views
+from apps.rooms import search_views, views
 
 app_name = "rooms"
 
@@ -15,4 +15,5 @@ urlpatterns = [
     path("rooms/<int:room_id>/conversations/new/", views.conversation_new,
          name="conversation_new"),
     path("conversations/<int:conversation_id>/", views.conversation, name="conversation"),
+    path("search/", search_views.search_page, name="search"),
 ]

@@ -23,7 +23,8 @@ from apps.rooms.services.rooms import conversation_create
 __all__ = ["conversation_fork"]
 
 _COPIED = ("position", "role", "author_id", "author_name", "content", "reasoning_content",
-           "provider", "model", "status", "engine_id", "compacted", "usage", "wakes_agent")
+           "provider", "model", "status", "engine_id", "compacted", "usage", "wakes_agent",
+           "search_text")
 """The columns a fork's copy keeps (not the run, which stays with the source, nor the
 ``client_id``: a resend to the fork is a new message)."""
 

@@ -20,6 +20,7 @@ from apps.rooms.images import images_delete
 from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append
+from apps.rooms.sidebar import sidebar_changed_on_commit
 from apps.rooms.workspaces import workspace_delete, workspace_path
 
 __all__ = [
@@ -99,7 +100,10 @@ def conversation_create(*, room: Room, title: str, by: User,
     mode = _agent_mode(agent_mode)
     if room.archived:
         raise ApplicationError(ErrorCode.CONFLICT, "The room is archived.")
-    return Conversation.objects.create(room=room, title=title, created_by=by, agent_mode=mode)
+    conversation = Conversation.objects.create(room=room, title=title, created_by=by,
+                                               agent_mode=mode)
+    sidebar_changed_on_commit(conversation.pk)
+    return conversation
 
 
 def conversation_set_agent_mode(*, conversation: Conversation, agent_mode: str,

@@ -77,6 +77,7 @@ class ConfabServer:
         code = (
             "from apps.accounts.models import User\n"
             "from apps.rooms.models import Message\n"
+            "from apps.rooms.plain_text import plain_text\n"
             "alice = User.objects.get(username='alice')\n"
             "rows = []\n"
             f"for n in range({turns}):\n"
@@ -89,6 +90,7 @@ class ConfabServer:
             "        ('assistant', [{'type': 'text', 'text': f'answer {n}'}])):\n"
             "        rows.append(Message(conversation_id=" f"{conversation_id}" ", role=role,\n"
             "            position=len(rows) + 1, content=content,\n"
+            "            search_text=plain_text(content),\n"
             "            author=alice if role == 'user' else None,\n"
             "            author_name='Alice' if role == 'user' else ''))\n"
             "Message.objects.bulk_create(rows)\n"

@@ -81,6 +81,9 @@ MATRIX = [
     Row("POST", "/api/conversations/{conversation_id}/images", CREATE,
         files={"file": image_bytes()}),
     Row("GET", "/api/conversations/{conversation_id}/images/{image_id}", READ),
+    # a search finds only what the caller may see: another team's caller finds nothing (200)
+    Row("GET", "/api/search?q=Plans", (401, 200, 200, 200, 200)),
+    Row("GET", "/api/search?q=Plans&team_id={team_id}", (401, 200, 200, 200, 200)),
     Row("GET", WIKI + "/pages", READ),
     Row("GET", WIKI + "/pages/{path}", READ),
     # "author" in the body is ignored: commits are by the caller (tests/integration/wiki)

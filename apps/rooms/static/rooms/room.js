@@ -4,8 +4,10 @@
 import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
 import { copiedText, copyWith } from "./copy.js";
+import { setupMessageFocus } from "./focus.js";
 import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
+import { Sidebar } from "./sidebar.js";
 import { RoomSocket } from "./socket.js";
 import { Store } from "./store.js";
 import { setupVersions } from "./versions.js";
@@ -49,10 +51,12 @@ function start(root) {
   const store = new Store({ id: Number(root.dataset.userId), name: root.dataset.userName,
                             role: root.dataset.role }, pageEnd(root));
   const renderer = new Renderer(root, store);
+  const sidebar = new Sidebar(root);
   const socket = new RoomSocket(root.dataset.socketPath, {
     onFrame: (frame) => {
       handleFrame(frame);
       renderer.schedule();
+      if (frame.type === "state" || frame.type === "history") focusMessage();
     },
     onStatus: (state, detail) => {
       renderer.setConnection(state, CONNECTION_TEXT[state] || state);
@@ -64,6 +68,7 @@ function start(root) {
       }
     },
     onOpen: () => {
+      socket.send({ type: "sidebar" }); // the room's conversations, then their changes
       for (const msg of store.unsent()) {
         socket.send(sendFrame(msg.clientId, msg.text, msg.images, msg.attachments, msg.prompt));
       }
@@ -91,6 +96,11 @@ function start(root) {
         return;
       case "presence":
         store.setPresence(frame);
+        return;
+      case "sidebar":
+      case "sidebar_conversation":
+      case "sidebar_presence":
+        sidebar.apply(frame);
         return;
       case "error":
         if (refusedSend(frame)) return;
@@ -130,6 +140,8 @@ function start(root) {
     if (before !== null && !socket.send({ type: "history", before })) store.loadingHistory = false;
     renderer.schedule();
   }
+
+  const focusMessage = setupMessageFocus({ store, renderer, loadHistory }); // #message-<id>
 
   const more = root.querySelector("#history-more");
   if (more && "IntersectionObserver" in window) {

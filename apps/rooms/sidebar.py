@@ -1,0 +1,63 @@
+"""The room page's sidebar: the room's conversations, newest first, and which are running
+(docs/protocol.md, "The sidebar").
+
+A row is ``{"id", "title", "running", "created_at"}`` (``running``: the conversation has an
+active run; ``created_at`` ISO 8601, the order of the list). A row changes rarely — a new
+conversation, a run queued or ended, a title — so each change is one small ``room.conversation``
+message to the room's group (:func:`apps.realtime.groups.room_group`), sent after commit with
+the row read afresh then; nothing is sent per token or per delta.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+
+from apps.realtime.groups import room_group
+from apps.rooms.models import ACTIVE_RUN_STATUSES, Conversation, Run
+
+__all__ = ["SIDEBAR_KINDS", "SIDEBAR_LIMIT", "sidebar_changed_on_commit", "sidebar_rows"]
+
+SIDEBAR_LIMIT = 50
+"""Rows the sidebar lists at most (the newest): the frame stays small in a busy room."""
+
+SIDEBAR_KINDS = frozenset({"run_queued", "run_ended", "title_changed"})
+"""The logged event kinds that change a conversation's row."""
+
+Row = dict[str, Any]
+
+
+def _rows(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+    running = Run.objects.filter(conversation=OuterRef("pk"), status__in=ACTIVE_RUN_STATUSES)
+    return conversations.annotate(running=Exists(running)).order_by("-created_at", "-id")
+
+
+def _row(conversation: Conversation) -> Row:
+    return {"id": conversation.pk, "title": conversation.title,
+            "running": conversation.running, "created_at": conversation.created_at.isoformat()}
+
+
+def sidebar_rows(room_id: int) -> list[Row]:
+    """The room's conversations that are not archived, newest first, at most
+    :data:`SIDEBAR_LIMIT`. The caller has checked the person is in the room's team."""
+    rows = _rows(Conversation.objects.filter(room_id=room_id, archived=False))
+    return [_row(c) for c in rows[:SIDEBAR_LIMIT]]
+
+
+def _send(conversation_id: int) -> None:
+    conversation = _rows(Conversation.objects.filter(pk=conversation_id)).first()
+    if conversation is None or conversation.archived:
+        return  # deleted or archived meanwhile: nothing to show
+    async_to_sync(get_channel_layer().group_send)(room_group(conversation.room_id), {
+        "type": "room.conversation", "conversation": _row(conversation)})
+
+
+def sidebar_changed_on_commit(conversation_id: int) -> None:
+    """Tell the room's sockets the conversation's row once the transaction commits (at once
+    outside one); the row is read then, so it is what was committed. A failure is logged,
+    never raised: the write it follows has committed."""
+    transaction.on_commit(lambda: _send(conversation_id), robust=True)

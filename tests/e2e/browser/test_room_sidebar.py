@@ -1,0 +1,81 @@
+"""The room's conversations beside the transcript, in a real browser (issue 19): newest first,
+the current one marked, who is in each and which are running, all following the room live; a
+click switches conversation; on a phone the list folds behind a toggle."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.browser.live import ConfabServer, People, docs_screenshot
+from tests.e2e.browser.room import conversation_path, script
+
+pytestmark = pytest.mark.e2e
+
+
+def rows(page: Page):
+    return page.locator("#conversation-list > li")
+
+
+def row(page: Page, conversation_id: int):
+    return page.locator(f'#conversation-list > li[data-conversation-id="{conversation_id}"]')
+
+
+def test_the_sidebar_follows_the_room_live_and_switches_conversation(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    first = confab_server.new_conversation("Sidebar: the office move")
+    second = confab_server.new_conversation("Sidebar: 预算")
+    alice = people.room("alice", first)
+    page = alice.page
+    expect(rows(page).nth(0)).to_have_attribute("data-conversation-id", str(second))
+    expect(rows(page).nth(1)).to_have_attribute("data-conversation-id", str(first))
+    expect(row(page, first).locator("a")).to_have_attribute("aria-current", "page")
+    expect(row(page, second).locator("a")).not_to_have_attribute("aria-current", "page")
+    expect(row(page, first).locator(".nav-people")).to_have_text("Alice")
+    expect(row(page, second).locator(".nav-people")).to_have_count(0)
+
+    bob = people.room("bob", second)
+    expect(row(page, second).locator(".nav-people")).to_have_text("Bob")
+    bob.send(script({"text": " ".join(["budget"] * 120)}))  # a few seconds of streaming
+    expect(row(page, second)).to_have_attribute("data-running", "true")
+    expect(row(page, second).locator(".nav-running")).to_be_visible()
+    expect(bob.run_status).to_have_text("Completed")
+    expect(row(page, second)).to_have_attribute("data-running", "false")
+
+    third = confab_server.new_conversation("Sidebar: a newer one")
+    expect(rows(page).nth(0)).to_have_attribute("data-conversation-id", str(third))
+    expect(row(page, third).locator(".nav-title")).to_have_text("Sidebar: a newer one")
+
+    row(page, second).locator("a").click()
+    expect(page).to_have_url(confab_server.url + conversation_path(second))
+    expect(page.locator("h1.room-title")).to_have_text("Sidebar: 预算")
+    expect(row(page, second).locator("a")).to_have_attribute("aria-current", "page")
+    expect(row(page, second).locator(".nav-people")).to_have_text("Alice, Bob")
+    expect(row(page, first).locator(".nav-people")).to_have_count(0)  # alice left it
+    expect(alice.assistant_bodies().last).to_contain_text("budget")
+    docs_screenshot(page, "room-sidebar")
+
+
+def test_on_a_phone_the_sidebar_folds_behind_a_toggle(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    first = confab_server.new_conversation("Sidebar on a phone")
+    second = confab_server.new_conversation("Sidebar on a phone, newer")
+    alice = people.room("alice", first)
+    page = alice.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    toggle = page.locator("#sidebar-toggle")
+    nav = page.locator("#conversation-nav")
+    expect(toggle).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(nav).to_be_hidden()
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(nav).to_be_visible()
+    box = nav.bounding_box()
+    assert box is not None and box["width"] <= 390  # one column, no sideways scrolling
+    row(page, second).locator("a").click()
+    expect(page).to_have_url(confab_server.url + conversation_path(second))
+    expect(page.locator("#conversation-nav")).to_be_hidden()  # folded again on the new page
+    page.set_viewport_size({"width": 1200, "height": 900})
+    expect(page.locator("#sidebar-toggle")).to_be_hidden()
+    expect(page.locator("#conversation-nav")).to_be_visible()
