@@ -23,7 +23,7 @@ def _throttle(form: forms.Form, request: HttpRequest | None,
     """Count this submission of ``form``; refuse it (code ``throttled``) past the limit."""
     email = str(form.data.get("email", ""))
     if request is not None and not attempt_allowed(request, action, email):
-        raise ValidationError(f"{message} {THROTTLED}", code="throttled")
+        raise ValidationError(" ".join((str(message), str(THROTTLED))), code="throttled")
 
 
 class SignupForm(UserCreationForm):
