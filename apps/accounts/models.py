@@ -91,6 +91,10 @@ class Team(TimeStampedModel):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
 
+    class Meta:
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
+
     def __str__(self) -> str:
         return self.name
 
@@ -104,6 +108,8 @@ class Membership(TimeStampedModel):
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership")]
 
     @property
@@ -135,6 +141,10 @@ class Invitation(TimeStampedModel):
     accepted_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
 
+    class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
+
 
 class ApiToken(TimeStampedModel):
     """A personal API token (``Authorization: Bearer cf_...``). Stored hashed, shown once;
@@ -147,3 +157,7 @@ class ApiToken(TimeStampedModel):
     key_hash = models.CharField(max_length=64, unique=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
