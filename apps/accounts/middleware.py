@@ -12,15 +12,17 @@ at connect, and every message the consumer sends (an ``error`` frame's ``message
 
 from __future__ import annotations
 
+import zoneinfo
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.http.cookie import parse_cookie
-from django.utils import translation
+from django.utils import timezone, translation
 
-__all__ = ["PersonLanguageMiddleware", "SocketLanguageMiddleware", "socket_language"]
+__all__ = ["PersonLanguageMiddleware", "PersonTimeZoneMiddleware", "SocketLanguageMiddleware",
+           "socket_language"]
 
 
 class PersonLanguageMiddleware:
@@ -35,6 +37,23 @@ class PersonLanguageMiddleware:
         if chosen and user.is_authenticated:
             translation.activate(chosen)
             request.LANGUAGE_CODE = translation.get_language()
+        return self.get_response(request)
+
+
+class PersonTimeZoneMiddleware:
+    """Activate ``request.user.time_zone`` (an IANA name) for the request, so templates and
+    ``timezone.localtime`` show dates in it; the site's ``TIME_ZONE`` for everyone else."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = getattr(request, "user", None)
+        chosen = getattr(user, "time_zone", "") if user is not None else ""
+        if chosen and user.is_authenticated:
+            timezone.activate(zoneinfo.ZoneInfo(chosen))
+        else:
+            timezone.deactivate()
         return self.get_response(request)
 
 

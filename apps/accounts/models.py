@@ -26,6 +26,8 @@ class User(AbstractUser):
     session_generation = models.PositiveIntegerField(default=0)
     # The interface language (a code of settings.LANGUAGES); blank: the browser's choice.
     language = models.CharField(max_length=10, blank=True, choices=settings.LANGUAGES)
+    # The IANA time zone dates are shown in (apps.accounts.time_zones); blank: TIME_ZONE.
+    time_zone = models.CharField(max_length=64, blank=True)
 
     @property
     def shown_name(self) -> str:

@@ -33,6 +33,7 @@ from apps.accounts.signals import (
     send_credentials_changed_on_commit,
     send_membership_changed_on_commit,
 )
+from apps.accounts.time_zones import time_zone_known
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "membership_remove",
     "membership_set_role",
     "team_create",
+    "user_set_time_zone",
     "user_sign_out_everywhere",
 ]
 
@@ -296,6 +298,18 @@ def user_set_language(*, user: User, language: str) -> None:
                                % {"language": language})
     user.language = language
     user.save(update_fields=["language"])
+
+
+def user_set_time_zone(*, user: User, time_zone: str) -> None:
+    """Keep ``time_zone`` (an IANA name, e.g. "Asia/Shanghai", or "" for the site's
+    ``TIME_ZONE``) as the zone the person's dates are shown in; ``invalid`` for a name the tz
+    database does not know (nothing is stored then)."""
+    if time_zone and not time_zone_known(time_zone):
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "%(zone)r is not a time zone (write it as the tz database does, e.g. "
+            "Asia/Shanghai).") % {"zone": time_zone})
+    user.time_zone = time_zone
+    user.save(update_fields=["time_zone"])
 
 
 # -- personal API tokens ---------------------------------------------------------------------
