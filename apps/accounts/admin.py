@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from apps.accounts.models import ApiToken, Invitation, Membership, Role, Team, User
 from apps.accounts.signals import (
@@ -39,12 +40,12 @@ class MembershipFormSet(BaseInlineFormSet):
         its user (replacing one by another would bypass the removal signal)."""
         super().clean()
         if any("user" in form.changed_data for form in self.initial_forms):
-            raise ValidationError("Remove the membership and add a new one instead of "
-                                  "changing its user.")
+            raise ValidationError(gettext("Remove the membership and add a new one instead "
+                                          "of changing its user."))
         kept = [form.cleaned_data for form in self.forms
                 if form.cleaned_data and not form.cleaned_data.get("DELETE")]
         if kept and not any(data.get("role") == Role.OWNER for data in kept):
-            raise ValidationError("A team needs at least one owner.")
+            raise ValidationError(gettext("A team needs at least one owner."))
 
 
 class MembershipInline(admin.TabularInline):
@@ -95,10 +96,12 @@ class InvitationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected invitations")
+    @admin.action(description=gettext_lazy("Revoke the selected invitations"))
     def revoke(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
         count = queryset.filter(accepted_at__isnull=True).update(revoked=True)
-        self.message_user(request, f"{count} invitation(s) revoked.", messages.SUCCESS)
+        self.message_user(request, ngettext("%(count)d invitation revoked.",
+                                            "%(count)d invitations revoked.", count)
+                          % {"count": count}, messages.SUCCESS)
 
 
 @admin.register(ApiToken)
@@ -114,10 +117,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description=gettext_lazy("Revoke the selected tokens"))
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         owners = set(queryset.filter(revoked=False).values_list("user_id", flat=True))
         count = queryset.update(revoked=True)
         for user_id in owners:  # their sockets that use these tokens close
             send_credentials_changed_on_commit(user_id=user_id)
-        self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
+        self.message_user(request, ngettext("%(count)d token revoked.",
+                                            "%(count)d tokens revoked.", count)
+                          % {"count": count}, messages.SUCCESS)

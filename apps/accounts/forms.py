@@ -13,9 +13,10 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import ApiToken, Role, Team, User
 from apps.accounts.throttle import THROTTLED, attempt_allowed, login_locked
+from apps.accounts.time_zones import time_zone_choices
 
 __all__ = ["InvitationForm", "LanguageForm", "RoleForm", "SignupForm", "TeamForm",
-           "ThrottledLoginForm", "ThrottledPasswordResetForm", "TokenForm"]
+           "ThrottledLoginForm", "ThrottledPasswordResetForm", "TimeZoneForm", "TokenForm"]
 
 
 def _throttle(form: forms.Form, request: HttpRequest | None,
@@ -23,7 +24,7 @@ def _throttle(form: forms.Form, request: HttpRequest | None,
     """Count this submission of ``form``; refuse it (code ``throttled``) past the limit."""
     email = str(form.data.get("email", ""))
     if request is not None and not attempt_allowed(request, action, email):
-        raise ValidationError(f"{message} {THROTTLED}", code="throttled")
+        raise ValidationError(" ".join((str(message), str(THROTTLED))), code="throttled")
 
 
 class SignupForm(UserCreationForm):
@@ -90,6 +91,14 @@ class LanguageForm(forms.Form):
         required=False, label=_("Language"),
         choices=[("", _("The browser's language")), *settings.LANGUAGES])
     next = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
+class TimeZoneForm(forms.Form):
+    """The time zone the person's dates are shown in: an IANA name, or "" (the site's)."""
+
+    time_zone = forms.ChoiceField(
+        required=False, label=_("Time zone"),
+        choices=lambda: [("", _("The site's time zone")), *time_zone_choices()])
 
 
 class TeamForm(forms.Form):

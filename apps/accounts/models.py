@@ -26,6 +26,8 @@ class User(AbstractUser):
     session_generation = models.PositiveIntegerField(default=0)
     # The interface language (a code of settings.LANGUAGES); blank: the browser's choice.
     language = models.CharField(max_length=10, blank=True, choices=settings.LANGUAGES)
+    # The IANA time zone dates are shown in (apps.accounts.time_zones); blank: TIME_ZONE.
+    time_zone = models.CharField(max_length=64, blank=True)
 
     @property
     def shown_name(self) -> str:
@@ -91,6 +93,10 @@ class Team(TimeStampedModel):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
 
+    class Meta:
+        verbose_name = _("team")
+        verbose_name_plural = _("teams")
+
     def __str__(self) -> str:
         return self.name
 
@@ -104,6 +110,8 @@ class Membership(TimeStampedModel):
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         constraints = [models.UniqueConstraint(fields=["team", "user"], name="one_membership")]
 
     @property
@@ -135,6 +143,10 @@ class Invitation(TimeStampedModel):
     accepted_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
 
+    class Meta:
+        verbose_name = _("invitation")
+        verbose_name_plural = _("invitations")
+
 
 class ApiToken(TimeStampedModel):
     """A personal API token (``Authorization: Bearer cf_...``). Stored hashed, shown once;
@@ -147,3 +159,7 @@ class ApiToken(TimeStampedModel):
     key_hash = models.CharField(max_length=64, unique=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")

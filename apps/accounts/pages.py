@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership
 from apps.accounts.selectors import membership_of
@@ -19,5 +20,5 @@ def team_membership(request: HttpRequest, team_id: int, *, manage: bool = False)
     if membership is None:
         raise Http404("No such team.")
     if manage and not membership.role_enum.can_manage:
-        raise PermissionDenied("Only owners and admins manage the team.")
+        raise PermissionDenied(_("Only owners and admins manage the team."))
     return membership

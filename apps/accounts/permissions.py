@@ -6,6 +6,8 @@ A person who is not a member gets the same answer as for a team that does not ex
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
 from apps.accounts.models import Membership, Role, Team, User
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 
@@ -27,7 +29,7 @@ def require_manager(user: User, team: Team) -> Membership:
     (``not_found`` for a non-member)."""
     membership = require_member(user, team)
     if not membership.role_enum.can_manage:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Only owners and admins manage the team.")
+        raise ApplicationError(ErrorCode.FORBIDDEN, _("Only owners and admins manage the team."))
     return membership
 
 
@@ -35,4 +37,4 @@ def require_owner_for(actor: Membership, *roles: Role) -> None:
     """Refuse unless ``actor`` is an owner when any of ``roles`` is the owner role: only an
     owner makes, unmakes or removes owners (an admin cannot promote anyone above itself)."""
     if Role.OWNER in roles and actor.role_enum != Role.OWNER:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Only an owner can grant or change owners.")
+        raise ApplicationError(ErrorCode.FORBIDDEN, _("Only an owner can grant or change owners."))

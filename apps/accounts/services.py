@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
+from django.utils.translation import gettext
 
 from apps.accounts.models import ApiToken, Invitation, Membership, Role, Team, User, hash_secret
 from apps.accounts.permissions import require_manager, require_member, require_owner_for
@@ -32,6 +33,7 @@ from apps.accounts.signals import (
     send_credentials_changed_on_commit,
     send_membership_changed_on_commit,
 )
+from apps.accounts.time_zones import time_zone_known
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "membership_remove",
     "membership_set_role",
     "team_create",
+    "user_set_time_zone",
     "user_sign_out_everywhere",
 ]
 
@@ -66,7 +69,7 @@ def team_create(*, name: str, owner: User) -> Team:
     ("acme", "acme-2", ...). ``invalid`` for a blank or too long name."""
     name = name.strip()
     if not name or len(name) > Team._meta.get_field("name").max_length:
-        raise ApplicationError(ErrorCode.INVALID, "A team name has 1 to 100 characters.")
+        raise ApplicationError(ErrorCode.INVALID, gettext("A team name has 1 to 100 characters."))
     team = _insert_team(name, owner)
     Membership.objects.create(team=team, user=owner, role=Role.OWNER)
     return team
@@ -153,15 +156,16 @@ def _membership(team: Team, user: User) -> Membership:
 def _keep_an_owner(team: Team, *, leaving: Membership) -> None:
     others = Membership.objects.filter(team=team, role=Role.OWNER).exclude(pk=leaving.pk)
     if not others.exists():
-        raise ApplicationError(ErrorCode.CONFLICT, "A team needs at least one owner: make "
-                               "someone else an owner first.")
+        raise ApplicationError(ErrorCode.CONFLICT, gettext(
+            "A team needs at least one owner: make someone else an owner first."))
 
 
 def _role(value: Role | str) -> Role:
     try:
         return Role(value)
     except ValueError:
-        raise ApplicationError(ErrorCode.INVALID, f"Unknown role {value!r}.") from None
+        raise ApplicationError(
+            ErrorCode.INVALID, gettext("Unknown role %(role)r.") % {"role": value}) from None
 
 
 # -- invitations -----------------------------------------------------------------------------
@@ -180,7 +184,8 @@ def invitation_create(
     actor = require_manager(by, team)
     require_owner_for(actor, role)
     if not timedelta(0) < ttl <= MAX_INVITATION_TTL:
-        raise ApplicationError(ErrorCode.INVALID, "An invitation lasts from 1 second to 90 days.")
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "An invitation lasts from 1 second to 90 days."))
     email = _clean_email(email)
     raw = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
@@ -196,7 +201,8 @@ def _clean_email(email: str) -> str:
         try:
             validate_email(email)
         except ValidationError:
-            raise ApplicationError(ErrorCode.INVALID, f"{email!r} is not an email address.") \
+            raise ApplicationError(ErrorCode.INVALID, gettext("%(email)r is not an email address.")
+                                   % {"email": email}) \
                 from None
     return email
 
@@ -212,7 +218,8 @@ def invitation_accept(*, token: str, user: User) -> Membership:
     invitation names another email address).
     """
     if not user.is_authenticated:
-        raise ApplicationError(ErrorCode.NOT_AUTHENTICATED, "Sign in to accept an invitation.")
+        raise ApplicationError(ErrorCode.NOT_AUTHENTICATED, gettext(
+            "Sign in to accept an invitation."))
     invitation = (Invitation.objects.select_related("team")
                   .filter(token_hash=hash_secret(token)).first())
     if invitation is None:
@@ -223,20 +230,22 @@ def invitation_accept(*, token: str, user: User) -> Membership:
                                         revoked=False).update(accepted_by=user,
                                                               accepted_at=timezone.now())
     if not claimed:
-        raise ApplicationError(ErrorCode.CONFLICT, "This invitation has already been used.")
+        raise ApplicationError(
+            ErrorCode.CONFLICT, gettext("This invitation has already been used."))
     return _join(invitation.team, user, Role(invitation.role))
 
 
 def _check_usable(invitation: Invitation, user: User) -> None:
     if invitation.revoked:
-        raise ApplicationError(ErrorCode.INVALID, "This invitation has been revoked.")
+        raise ApplicationError(ErrorCode.INVALID, gettext("This invitation has been revoked."))
     if invitation.accepted_at is not None:
-        raise ApplicationError(ErrorCode.CONFLICT, "This invitation has already been used.")
+        raise ApplicationError(
+            ErrorCode.CONFLICT, gettext("This invitation has already been used."))
     if invitation.expires_at <= timezone.now():
-        raise ApplicationError(ErrorCode.INVALID, "This invitation has expired.")
+        raise ApplicationError(ErrorCode.INVALID, gettext("This invitation has expired."))
     if invitation.email and invitation.email != user.email.strip().lower():
         raise ApplicationError(ErrorCode.FORBIDDEN,
-                               "This invitation is for another email address.")
+                               gettext("This invitation is for another email address."))
 
 
 def _join(team: Team, user: User, role: Role) -> Membership:
@@ -262,7 +271,8 @@ def invitation_revoke(*, team: Team, invitation_id: int, by: User) -> Invitation
         raise not_found("invitation")
     require_owner_for(actor, Role(invitation.role))
     if invitation.accepted_at is not None:
-        raise ApplicationError(ErrorCode.CONFLICT, "This invitation has already been used.")
+        raise ApplicationError(
+            ErrorCode.CONFLICT, gettext("This invitation has already been used."))
     if not invitation.revoked:
         invitation.revoked = True
         invitation.save(update_fields=["revoked", "updated_at"])
@@ -283,9 +293,23 @@ def user_set_language(*, user: User, language: str) -> None:
     """Keep ``language`` (a code of ``settings.LANGUAGES``, or "" for the browser's choice) as
     the person's interface language; ``invalid`` for any other code."""
     if language and language not in dict(settings.LANGUAGES):
-        raise ApplicationError(ErrorCode.INVALID, f"{language!r} is not a language of confab.")
+        raise ApplicationError(
+            ErrorCode.INVALID, gettext("%(language)r is not a language of confab.")
+                               % {"language": language})
     user.language = language
     user.save(update_fields=["language"])
+
+
+def user_set_time_zone(*, user: User, time_zone: str) -> None:
+    """Keep ``time_zone`` (an IANA name, e.g. "Asia/Shanghai", or "" for the site's
+    ``TIME_ZONE``) as the zone the person's dates are shown in; ``invalid`` for a name the tz
+    database does not know (nothing is stored then)."""
+    if time_zone and not time_zone_known(time_zone):
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "%(zone)r is not a time zone (write it as the tz database does, e.g. "
+            "Asia/Shanghai).") % {"zone": time_zone})
+    user.time_zone = time_zone
+    user.save(update_fields=["time_zone"])
 
 
 # -- personal API tokens ---------------------------------------------------------------------
@@ -294,7 +318,7 @@ def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     once: only its SHA-256 is stored). ``invalid`` for a blank or too long name."""
     name = name.strip()
     if not name or len(name) > ApiToken._meta.get_field("name").max_length:
-        raise ApplicationError(ErrorCode.INVALID, "A token name has 1 to 100 characters.")
+        raise ApplicationError(ErrorCode.INVALID, gettext("A token name has 1 to 100 characters."))
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=raw[:_TOKEN_SHOWN_CHARS],
                                     key_hash=hash_secret(raw))

@@ -34,6 +34,7 @@ urlpatterns = [
         template_name="accounts/password_reset_complete.html"), name="password_reset_complete"),
     path("accounts/", account.account, name="account"),
     path("accounts/language/", account.language, name="language"),
+    path("accounts/time-zone/", account.time_zone, name="time_zone"),
     path("accounts/sign-out-everywhere/", account.sign_out_everywhere,
          name="sign_out_everywhere"),
     path("accounts/tokens/", tokens.tokens, name="tokens"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from ninja.security.base import AuthBase
 from ninja.utils import check_csrf
 
@@ -47,5 +48,5 @@ class SessionAuth(AuthBase):
             return None
         if check_csrf(request) is not None:
             raise ApplicationError(ErrorCode.FORBIDDEN,
-                                   "CSRF check failed: send the X-CSRFToken header.")
+                                   _("CSRF check failed: send the X-CSRFToken header."))
         return user

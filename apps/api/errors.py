@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from apps.common.errors import ApplicationError, ErrorCode
+from apps.common.errors import ApplicationError, ErrorCode, not_found
 
 __all__ = ["install_error_handlers"]
 
@@ -47,7 +48,7 @@ def install_error_handlers(api: NinjaAPI) -> None:
     def not_authenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
         return respond(request, ApplicationError(
             ErrorCode.NOT_AUTHENTICATED,
-            "Sign in, or send a personal API token as 'Authorization: Bearer <token>'."))
+            _("Sign in, or send a personal API token as 'Authorization: Bearer <token>'.")))
 
     @api.exception_handler(ValidationError)
     def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
@@ -61,11 +62,11 @@ def install_error_handlers(api: NinjaAPI) -> None:
     @api.exception_handler(RequestDataTooBig)
     def too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
         return respond(request, ApplicationError(ErrorCode.TOO_LARGE,
-                                                 "The request body is too large."))
+                                                 _("The request body is too large.")))
 
     @api.exception_handler(Http404)
     def missing(request: HttpRequest, exc: Http404) -> HttpResponse:
-        return respond(request, ApplicationError(ErrorCode.NOT_FOUND, "No such object."))
+        return respond(request, not_found())
 
 
 def validation_message(exc: ValidationError) -> str:

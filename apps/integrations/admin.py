@@ -15,6 +15,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.text import format_lazy
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from apps.common.errors import ApplicationError
 from apps.engine.messages import ReasoningParams
@@ -38,12 +41,12 @@ from apps.integrations.services import provider_fetch_models, provider_test_conn
 
 class ProviderConfigForm(forms.ModelForm):
     new_api_key = forms.CharField(
-        label="API key", required=False,
+        label=_("API key"), required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only: stored encrypted and never shown again. Leave empty to keep the "
-                  "stored key.",
+        help_text=_("Write-only: stored encrypted and never shown again. Leave empty to keep "
+                    "the stored key."),
     )
-    clear_api_key = forms.BooleanField(label="Remove the stored key", required=False)
+    clear_api_key = forms.BooleanField(label=_("Remove the stored key"), required=False)
 
     class Meta:
         model = ProviderConfig
@@ -57,7 +60,7 @@ class ProviderConfigForm(forms.ModelForm):
             except ApplicationError as exc:
                 raise forms.ValidationError(exc.message) from None
         if data.get("new_api_key") and data.get("clear_api_key"):
-            raise forms.ValidationError("Either enter a new key or remove the stored one.")
+            raise forms.ValidationError(gettext("Either enter a new key or remove the stored one."))
         return data
 
     def save(self, commit: bool = True) -> ProviderConfig:
@@ -76,16 +79,16 @@ class ProviderConfigAdmin(admin.ModelAdmin):
     search_fields = ("name", "base_url")
     fieldsets = (
         (None, {"fields": ("name", "kind", "profile", "base_url", "enabled")}),
-        ("API key", {"fields": ("key_stored", "new_api_key", "clear_api_key")}),
+        (_("API key"), {"fields": ("key_stored", "new_api_key", "clear_api_key")}),
     )
     readonly_fields = ("key_stored",)
     actions = ("test_connection", "fetch_models")
 
-    @admin.display(boolean=True, description="Key stored")
+    @admin.display(boolean=True, description=_("Key stored"))
     def key_stored(self, obj: ProviderConfig) -> bool:
         return bool(obj.api_key)
 
-    @admin.action(description="Test connection")
+    @admin.action(description=_("Test connection"))
     def test_connection(self, request: HttpRequest, queryset: QuerySet[ProviderConfig]) -> None:
         for config in queryset:
             try:
@@ -96,7 +99,7 @@ class ProviderConfigAdmin(admin.ModelAdmin):
             level = messages.SUCCESS if report.ok else messages.ERROR
             self.message_user(request, f"{config.name}: {report.message}", level)
 
-    @admin.action(description="Fetch models")
+    @admin.action(description=_("Fetch models"))
     def fetch_models(self, request: HttpRequest, queryset: QuerySet[ProviderConfig]) -> None:
         for config in queryset:
             try:
@@ -104,16 +107,21 @@ class ProviderConfigAdmin(admin.ModelAdmin):
             except ApplicationError as exc:
                 self.message_user(request, f"{config.name}: {exc.message}", messages.ERROR)
                 continue
-            counts = f"{report.created} model(s) created, {report.updated} updated"
+            counts = {"name": config.name, "created": report.created, "updated": report.updated}
             if report.failure is None:
-                self.message_user(request, f"{config.name}: {counts}.", messages.SUCCESS)
+                self.message_user(request, gettext(
+                    "%(name)s: %(created)d model(s) created, %(updated)d updated.") % counts,
+                    messages.SUCCESS)
             elif report.fallback:
-                self.message_user(
-                    request, f"{config.name}: {report.failure.message}; used the built-in "
-                    f"list of {report.fallback} model(s): {counts}.", messages.WARNING)
+                self.message_user(request, gettext(
+                    "%(name)s: %(failure)s; used the built-in list of %(fallback)d model(s): "
+                    "%(created)d model(s) created, %(updated)d updated.")
+                    % {**counts, "failure": report.failure.message, "fallback": report.fallback},
+                    messages.WARNING)
             else:
-                self.message_user(request, f"{config.name}: {report.failure.message}; no "
-                                  "built-in list to fall back on.", messages.ERROR)
+                self.message_user(request, gettext(
+                    "%(name)s: %(failure)s; no built-in list to fall back on.")
+                    % {"name": config.name, "failure": report.failure.message}, messages.ERROR)
 
 
 class ModelConfigForm(forms.ModelForm):
@@ -129,15 +137,16 @@ class ModelConfigForm(forms.ModelForm):
         known = set(ReasoningParams.model_fields)
         if not isinstance(value, list) or not all(isinstance(v, str) and v in known
                                                   for v in value):
-            raise forms.ValidationError(
-                f"A list of reasoning controls, among: {', '.join(sorted(known))}.")
+            raise forms.ValidationError(gettext(
+                "A list of reasoning controls, among: %(known)s.")
+                % {"known": ", ".join(sorted(known))})
         return value
 
     def clean_default_reasoning(self) -> dict[str, Any]:
         """A ReasoningParams object (``{}`` for none)."""
         value = self.cleaned_data["default_reasoning"]
         if not isinstance(value, dict):
-            raise forms.ValidationError("An object of ReasoningParams fields, or {}.")
+            raise forms.ValidationError(gettext("An object of ReasoningParams fields, or {}."))
         try:
             reasoning_params(value)
         except ApplicationError as exc:
@@ -155,31 +164,36 @@ class ModelConfigAdmin(admin.ModelAdmin):
     list_select_related = ("provider",)
     actions = ("enable", "disable")
 
-    @admin.action(description="Enable the selected models")
+    @admin.action(description=_("Enable the selected models"))
     def enable(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
-        self.message_user(request, f"{queryset.update(enabled=True)} model(s) enabled.")
+        count = queryset.update(enabled=True)
+        self.message_user(request, ngettext("%(count)d model enabled.", "%(count)d models enabled.",
+                                            count) % {"count": count})
 
-    @admin.action(description="Disable the selected models")
+    @admin.action(description=_("Disable the selected models"))
     def disable(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
-        self.message_user(request, f"{queryset.update(enabled=False)} model(s) disabled.")
+        count = queryset.update(enabled=False)
+        self.message_user(request, ngettext("%(count)d model disabled.",
+                                            "%(count)d models disabled.", count) % {"count": count})
 
 
 # -- MCP servers -------------------------------------------------------------------------------
-_WRITE_ONLY = ("Values are write-only: each stored name is listed with a blank value, which "
-               "keeps it; type a value to replace it; remove the line to remove it.")
+_WRITE_ONLY = _("Values are write-only: each stored name is listed with a blank value, which "
+                "keeps it; type a value to replace it; remove the line to remove it.")
 
 
 class McpServerConfigForm(forms.ModelForm):
     env_secrets = SecretMapField(
-        kind="env", label="Environment", help_text="stdio: NAME=value lines. The server gets "
-        "only these (and a minimal PATH, HOME...). " + _WRITE_ONLY)
+        kind="env", label=_("Environment"), help_text=format_lazy(
+            "{} {}", _("stdio: NAME=value lines. The server gets only these (and a minimal "
+                       "PATH, HOME...)."), _WRITE_ONLY))
     header_secrets = SecretMapField(
-        kind="headers", label="Headers", help_text="HTTP: “Name: value” lines sent with every "
-        "request. " + _WRITE_ONLY)
+        kind="headers", label=_("Headers"), help_text=format_lazy(
+            "{} {}", _("HTTP: “Name: value” lines sent with every request."), _WRITE_ONLY))
     new_oauth_client_secret = forms.CharField(
-        label="OAuth client secret", required=False, strip=False,
+        label=_("OAuth client secret"), required=False, strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="HTTP with sign-in and a client id: write-only, blank keeps the stored one.")
+        help_text=_("HTTP with sign-in and a client id: write-only, blank keeps the stored one."))
 
     class Meta:
         model = McpServerConfig
@@ -206,7 +220,8 @@ class McpServerConfigForm(forms.ModelForm):
             raise forms.ValidationError(exc.message) from None
         team, name = data.get("team"), data.get("name")
         if team is not None and name and mcp_name_taken(team, name, exclude=self.instance.pk):
-            self.add_error("name", f"{team} already runs an MCP server called {name!r}.")
+            self.add_error("name", gettext("%(team)s already runs an MCP server called %(name)r.")
+                           % {"team": team, "name": name})
         if data.get("transport") in HTTP_TRANSPORTS and data.get("url"):
             try:
                 mcp_url_check(data["url"])
@@ -224,20 +239,20 @@ class McpServerConfigAdmin(admin.ModelAdmin):
     list_select_related = ("team",)
     fieldsets = (
         (None, {"fields": ("name", "transport", "team", "catalog", "description", "enabled")}),
-        ("stdio (a program on this server)", {"fields": (
+        (_("stdio (a program on this server)"), {"fields": (
             "command", "args", "env_secrets", "read_paths", "sandbox", "network")}),
         ("HTTP", {"fields": ("url", "header_secrets", "sign_in", "oauth_client_id",
                              "new_oauth_client_secret")}),
-        ("Tools and timeouts", {"fields": ("enabled_tools", "connect_timeout_s",
-                                           "call_timeout_s")}),
+        (_("Tools and timeouts"), {"fields": ("enabled_tools", "connect_timeout_s",
+                                              "call_timeout_s")}),
     )
     actions = ("test_connection", "enable", "disable")
 
-    @admin.display(description="Team")
+    @admin.display(description=_("Team"))
     def scope(self, obj: McpServerConfig) -> str:
-        return "catalog" if obj.catalog else str(obj.team)
+        return gettext("catalog") if obj.catalog else str(obj.team)
 
-    @admin.display(description="Secrets stored (names)")
+    @admin.display(description=_("Secrets stored (names)"))
     def secret_names(self, obj: McpServerConfig) -> str:
         return ", ".join(obj.env_names + obj.header_names) or "-"
 
@@ -247,7 +262,7 @@ class McpServerConfigAdmin(admin.ModelAdmin):
             obj.created_by = request.user  # type: ignore[assignment]
         super().save_model(request, obj, form, change)
 
-    @admin.action(description="Test connection (list the tools)")
+    @admin.action(description=_("Test connection (list the tools)"))
     def test_connection(self, request: HttpRequest,
                         queryset: QuerySet[McpServerConfig]) -> None:
         for server in queryset:
@@ -255,18 +270,23 @@ class McpServerConfigAdmin(admin.ModelAdmin):
             if not report.ok:
                 self.message_user(request, f"{server.name}: {report.message}", messages.ERROR)
                 continue
-            tools = ", ".join(tool.name for tool in report.tools) or "no tools"
+            tools = ", ".join(tool.name for tool in report.tools) or gettext("no tools")
             sandbox = f" [{report.sandbox}]" if report.sandbox else ""
             self.message_user(request, f"{server.name}: {report.message}: {tools}.{sandbox}",
                               messages.SUCCESS)
 
-    @admin.action(description="Enable the selected servers")
+    @admin.action(description=_("Enable the selected servers"))
     def enable(self, request: HttpRequest, queryset: QuerySet[McpServerConfig]) -> None:
-        self.message_user(request, f"{queryset.update(enabled=True)} server(s) enabled.")
+        count = queryset.update(enabled=True)
+        self.message_user(request, ngettext("%(count)d server enabled.",
+                                            "%(count)d servers enabled.", count) % {"count": count})
 
-    @admin.action(description="Disable the selected servers")
+    @admin.action(description=_("Disable the selected servers"))
     def disable(self, request: HttpRequest, queryset: QuerySet[McpServerConfig]) -> None:
-        self.message_user(request, f"{queryset.update(enabled=False)} server(s) disabled.")
+        count = queryset.update(enabled=False)
+        self.message_user(request, ngettext("%(count)d server disabled.",
+                                            "%(count)d servers disabled.", count)
+                          % {"count": count})
 
 
 @admin.register(TeamMcpEnablement)

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
 from pydantic import ValidationError
 
 from apps.accounts.models import Team
@@ -49,13 +50,15 @@ def validate_provider(*, kind: str, profile: str) -> None:
     """Refuse (``invalid``) a kind the engine has no adapter for, or a profile that is not an
     OpenAI-compatible profile of the engine (profiles exist only for ``openai``)."""
     if kind not in PROTOCOLS:
-        raise ApplicationError(ErrorCode.INVALID, f"Unknown provider kind {kind!r}.")
+        raise ApplicationError(ErrorCode.INVALID, _("Unknown provider kind %(kind)r.")
+                               % {"kind": kind})
     if profile and kind != "openai":
         raise ApplicationError(ErrorCode.INVALID,
-                               "A profile applies only to OpenAI-compatible providers.")
+                               _("A profile applies only to OpenAI-compatible providers."))
     if profile and profile not in PROFILES:
-        raise ApplicationError(ErrorCode.INVALID, f"Unknown profile {profile!r}; expected one "
-                               f"of {', '.join(sorted(PROFILES))} (or blank: from the URL).")
+        raise ApplicationError(ErrorCode.INVALID, _(
+            "Unknown profile %(profile)r; expected one of %(profiles)s (or blank: from the URL).")
+            % {"profile": profile, "profiles": ", ".join(sorted(PROFILES))})
 
 
 def provider_settings(config: ProviderConfig) -> ProviderSettings:
@@ -163,7 +166,8 @@ def reasoning_params(data: Any, *, what: str = "default reasoning",
         return ReasoningParams.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise ApplicationError(ErrorCode.INVALID,
-                               f"Invalid {what}: {_first_error(exc)}.") from None
+                               _("Invalid %(what)s: %(error)s.")
+                               % {"what": what, "error": _first_error(exc)}) from None
 
 
 def _first_error(exc: ValidationError) -> str:

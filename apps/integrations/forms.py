@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.engine.tools.base import BaseTool
@@ -83,8 +84,8 @@ class DefaultModelForm(forms.Form):
     model = forms.ModelChoiceField(
         queryset=ModelConfig.objects.filter(enabled=True, provider__enabled=True)
         .select_related("provider").order_by("provider__name", "display_name", "model_id"),
-        required=False, empty_label="Site default (the first enabled model)",
-        label="Default model",
+        required=False, empty_label=_("Site default (the first enabled model)"),
+        label=_("Default model"),
     )
 
     chat_models = forms.ModelMultipleChoiceField(
@@ -170,9 +171,11 @@ class SecretMapField(forms.CharField):
     with blank values."""
 
     def __init__(self, *, kind: str, **kwargs: Any) -> None:
-        self.separator, self.name_re, self.what = (
-            ("=", ENV_NAME_RE, "environment variable") if kind == "env"
-            else (":", HEADER_NAME_RE, "header"))
+        self.separator, self.name_re, self.bad_name = (
+            ("=", ENV_NAME_RE, _("Line %(number)d: %(name)r is not an environment variable name "
+                                 "(write NAME=value, one per line).")) if kind == "env"
+            else (":", HEADER_NAME_RE, _("Line %(number)d: %(name)r is not a header name (write "
+                                         "Name: value, one per line).")))
         kwargs.setdefault("required", False)
         kwargs.setdefault("strip", False)
         super().__init__(widget=KeysOnlyTextarea(self.separator), **kwargs)
@@ -187,11 +190,9 @@ class SecretMapField(forms.CharField):
             name, _, secret = line.partition(self.separator)
             name, secret = name.strip(), secret.strip()
             if not re.fullmatch(self.name_re, name):
-                raise forms.ValidationError(
-                    f"Line {number}: {name!r} is not a {self.what} name (write "
-                    f"NAME{self.separator}value, one per line).")
+                raise forms.ValidationError(self.bad_name % {"number": number, "name": name})
             if name in secrets:
-                raise forms.ValidationError(f"{name} is given twice.")
+                raise forms.ValidationError(gettext("%(name)s is given twice.") % {"name": name})
             secrets[name] = secret or None
         return secrets
 
@@ -210,26 +211,27 @@ class McpHttpServerForm(forms.Form):
     site staff, in the admin)."""
 
     name = forms.RegexField(
-        regex=r"^[A-Za-z0-9_-]+$", max_length=MCP_NAME_MAX,
-        help_text="Letters, digits, _ and -; the agent sees the tools as mcp__NAME__TOOL.")
-    transport = forms.ChoiceField(choices=[
+        regex=r"^[A-Za-z0-9_-]+$", max_length=MCP_NAME_MAX, label=_("Name"),
+        help_text=_("Letters, digits, _ and -; the agent sees the tools as mcp__NAME__TOOL."))
+    transport = forms.ChoiceField(label=_("Transport"), choices=[
         (McpTransport.STREAMABLE_HTTP.value, McpTransport.STREAMABLE_HTTP.label),
         (McpTransport.SSE.value, McpTransport.SSE.label)])
-    url = forms.CharField(label="URL", max_length=500,
+    url = forms.CharField(label=_("URL"), max_length=500,
                           widget=forms.URLInput(attrs={"placeholder": "https://…/mcp"}))
     headers = SecretMapField(
-        kind="headers", help_text="One “Name: value” per line, e.g. Authorization: Bearer …. "
-        "Values are write-only: a name left blank keeps its stored value; remove a line to "
-        "remove the header.")
-    enabled = forms.BooleanField(required=False, initial=True)
+        kind="headers", label=_("Headers"),
+        help_text=_("One “Name: value” per line, e.g. Authorization: Bearer …. Values are "
+                    "write-only: a name left blank keeps its stored value; remove a line to "
+                    "remove the header."))
+    enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)
     enabled_tools = forms.CharField(
-        label="Allowed tools", required=False, widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="The server's tool names the agent may use; empty: all of them.")
+        label=_("Allowed tools"), required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("The server's tool names the agent may use; empty: all of them."))
     connect_timeout_s = forms.FloatField(
-        label="Connect timeout (s)", initial=15.0, min_value=MIN_TIMEOUT_S,
+        label=_("Connect timeout (s)"), initial=15.0, min_value=MIN_TIMEOUT_S,
         max_value=MAX_CONNECT_TIMEOUT_S)
     call_timeout_s = forms.FloatField(
-        label="Call timeout (s)", initial=120.0, min_value=MIN_TIMEOUT_S,
+        label=_("Call timeout (s)"), initial=120.0, min_value=MIN_TIMEOUT_S,
         max_value=MAX_CALL_TIMEOUT_S)
     sign_in = forms.ChoiceField(
         label=_("Sign-in (OAuth)"), choices=McpSignIn.choices, required=False,

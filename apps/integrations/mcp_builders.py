@@ -13,6 +13,7 @@ from collections.abc import Hashable
 from typing import cast
 
 import httpx2
+from django.utils.translation import gettext
 
 from apps.accounts.models import Team, User
 from apps.engine.events import WarningEvent
@@ -89,22 +90,25 @@ def _usable(team: Team, user: User | None, problems: list[WarningEvent] | None
             logger.warning("MCP server %s (#%s): the sign-in could not be refreshed: %s",
                            server.name, server.pk, type(exc).__name__)
             if problems is not None:
-                problems.append(WarningEvent(message=(
-                    f"MCP server '{server.name}' is unavailable for this run: its sign-in "
-                    "could not be refreshed (the server did not answer).")))
+                problems.append(WarningEvent(message=gettext(
+                    "MCP server '%(name)s' is unavailable for this run: its sign-in could not "
+                    "be refreshed (the server did not answer).") % {"name": server.name}))
         except (ValueError, DecryptionError) as exc:
             logger.error("MCP server %s (#%s) of team %s left out: %s",
                          server.name, server.pk, team.pk, exc)
             if problems is not None:
-                problems.append(WarningEvent(message=(
-                    f"MCP server '{server.name}' is unavailable for this run: its stored "
-                    "configuration cannot be used (a site admin must fix it).")))
+                problems.append(WarningEvent(message=gettext(
+                    "MCP server '%(name)s' is unavailable for this run: its stored "
+                    "configuration cannot be used (a site admin must fix it).")
+                    % {"name": server.name}))
     return specs
 
 
 def _sign_in_notice(team: Team, missing: NotSignedIn) -> WarningEvent:
     name = missing.server.name
-    why = ("nobody has signed in to it for the team (an owner or admin signs in)"
-           if missing.for_team else "the person who started this run has not signed in to it")
-    return WarningEvent(message=f"MCP server '{name}' is skipped: {why}.",
-                        link=sign_in_path(team, missing.server), link_text="Sign in")
+    skipped = (gettext("MCP server '%(name)s' is skipped: nobody has signed in to it for the "
+                       "team (an owner or admin signs in).") if missing.for_team else
+               gettext("MCP server '%(name)s' is skipped: the person who started this run has "
+                       "not signed in to it."))
+    return WarningEvent(message=skipped % {"name": name},
+                        link=sign_in_path(team, missing.server), link_text=gettext("Sign in"))

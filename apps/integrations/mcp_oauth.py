@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from pydantic import ValidationError
@@ -105,7 +106,7 @@ def sign_in_server(team: Team, server_id: int, by: User) -> McpServerConfig:
     if server.sign_in == McpSignIn.TEAM:
         require_manager(by, team)
     elif not membership.role_enum.can_write:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers do not use the team's tools.")
+        raise ApplicationError(ErrorCode.FORBIDDEN, gettext("Viewers do not use the team's tools."))
     return server
 
 
@@ -187,13 +188,16 @@ def sign_in_finish(*, user: User, session_key: str, redirect_uri: str,
     flow = _take_flow(params.get("state", ""))
     if (flow is None or flow.user_id != user.pk or flow.session_hash != _digest(session_key)
             or flow.created_at + FLOW_TTL < now):
-        raise ApplicationError(ErrorCode.INVALID, "This sign-in link is not valid (it was "
-                               "used, it expired, or it was started elsewhere). Start again.")
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "This sign-in link is not valid (it was used, it expired, or it was started "
+            "elsewhere). Start again."))
     if flow.redirect_uri != redirect_uri:
-        raise ApplicationError(ErrorCode.INVALID, "The sign-in came back to another address.")
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "The sign-in came back to another address."))
     if params.get("error"):
-        raise ApplicationError(ErrorCode.INVALID, "The server did not sign you in "
-                               f"({str(params['error'])[:60]}).")
+        raise ApplicationError(
+            ErrorCode.INVALID, gettext("The server did not sign you in (%(error)s).")
+                               % {"error": str(params["error"])[:60]})
     found = AuthorizationServer.from_json(flow.authorization_server)
     client_info = OAuthClientInformationFull.model_validate_json(flow.client_info)
     try:

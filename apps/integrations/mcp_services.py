@@ -27,6 +27,8 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from apps.accounts.models import Team, User
 from apps.accounts.permissions import require_manager
@@ -75,7 +77,8 @@ __all__ = [
 PROBE_CONNECT_TIMEOUT_S = 15.0  # a page waits for the check: at most this long
 _DNS_TIMEOUT_S = 5.0
 _SECRET_MIN_CHARS = 6  # shorter values ("1", "true") would blank out ordinary words
-STAFF_ONLY = "Only site staff define stdio MCP servers (they run programs on the server)."
+STAFF_ONLY = gettext_lazy(
+    "Only site staff define stdio MCP servers (they run programs on the server).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +107,8 @@ def merge_secrets(stored: Mapping[str, str], submitted: Mapping[str, str | None]
     for name, value in submitted.items():
         if value is None:
             if name not in stored:
-                raise ApplicationError(ErrorCode.INVALID, f"{name} needs a value.")
+                raise ApplicationError(ErrorCode.INVALID, _("%(name)s needs a value.")
+                                       % {"name": name})
             value = stored[name]
         merged[name] = value
     return merged
@@ -158,7 +162,8 @@ def _require_http(transport: str) -> None:
     if transport == McpTransport.STDIO:
         raise ApplicationError(ErrorCode.FORBIDDEN, STAFF_ONLY)
     if transport not in HTTP_TRANSPORTS:
-        raise ApplicationError(ErrorCode.INVALID, f"Unknown MCP transport {transport!r}.")
+        raise ApplicationError(ErrorCode.INVALID, _("Unknown MCP transport %(transport)r.")
+                               % {"transport": transport})
 
 
 def _fill(server: McpServerConfig, data: HttpServerInput, *,
@@ -205,7 +210,8 @@ def mcp_name_taken(team: Team, name: str, *, exclude: int | None = None) -> bool
 
 def _name_conflict(name: str) -> ApplicationError:
     return ApplicationError(ErrorCode.CONFLICT,
-                            f"The team already has an MCP server called {name!r}.")
+                            _("The team already has an MCP server called %(name)r.")
+                            % {"name": name})
 
 
 def _invalid(exc: ValidationError) -> ApplicationError:
@@ -225,7 +231,8 @@ def mcp_url_check(url: str) -> None:
     try:
         async_to_sync(_guard)(url, policy)
     except UrlRefused as exc:
-        raise ApplicationError(ErrorCode.INVALID, f"The URL is refused: {exc.reason}.") from None
+        raise ApplicationError(ErrorCode.INVALID, _("The URL is refused: %(reason)s.")
+                               % {"reason": exc.reason}) from None
 
 
 async def _guard(url: str, policy: NetworkPolicy) -> None:

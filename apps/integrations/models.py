@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
 from apps.common.models import TimeStampedModel
@@ -24,9 +25,9 @@ from apps.integrations.crypto import EncryptedTextField
 class ProviderKind(models.TextChoices):
     """The wire protocol (DESIGN 2.3); OpenAI-compatible vendors are "openai" + a profile."""
 
-    ANTHROPIC = "anthropic", "Anthropic Messages"
-    OPENAI = "openai", "OpenAI-compatible Chat Completions"
-    GEMINI = "gemini", "Google Gemini"
+    ANTHROPIC = "anthropic", _("Anthropic Messages")
+    OPENAI = "openai", _("OpenAI-compatible Chat Completions")
+    GEMINI = "gemini", _("Google Gemini")
 
 
 class ProviderConfig(TimeStampedModel):
@@ -34,12 +35,16 @@ class ProviderConfig(TimeStampedModel):
     convention; ``profile`` names the OpenAI-compatible quirk profile (blank: from the host).
     ``api_key`` is encrypted at rest and write-only in the admin."""
 
-    name = models.CharField(max_length=100, unique=True)
-    kind = models.CharField(max_length=20, choices=ProviderKind.choices)
-    profile = models.CharField(max_length=20, blank=True)
-    base_url = models.URLField(max_length=500)
-    api_key = EncryptedTextField(blank=True)
-    enabled = models.BooleanField(default=True)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    kind = models.CharField(_("protocol"), max_length=20, choices=ProviderKind.choices)
+    profile = models.CharField(_("profile"), max_length=20, blank=True)
+    base_url = models.URLField(_("base URL"), max_length=500)
+    api_key = EncryptedTextField(_("API key"), blank=True)
+    enabled = models.BooleanField(_("enabled"), default=True)
+
+    class Meta:
+        verbose_name = _("provider")
+        verbose_name_plural = _("providers")
 
     def __str__(self) -> str:
         return self.name
@@ -51,19 +56,23 @@ class ModelConfig(TimeStampedModel):
     (names of ReasoningParams fields); ``default_reasoning`` is a ReasoningParams object;
     ``supports_vision``: it reads images (people's attachments)."""
 
-    provider = models.ForeignKey(ProviderConfig, on_delete=models.CASCADE, related_name="models")
-    model_id = models.CharField(max_length=200)
-    display_name = models.CharField(max_length=200, blank=True)
-    context_window = models.PositiveIntegerField(default=200_000)
-    max_output_tokens = models.PositiveIntegerField(default=8_192)
-    extend_params = models.JSONField(default=list, blank=True)
-    default_reasoning = models.JSONField(default=dict, blank=True)
+    provider = models.ForeignKey(ProviderConfig, verbose_name=_("provider"),
+                                 on_delete=models.CASCADE, related_name="models")
+    model_id = models.CharField(_("model id"), max_length=200)
+    display_name = models.CharField(_("display name"), max_length=200, blank=True)
+    context_window = models.PositiveIntegerField(_("context window (tokens)"), default=200_000)
+    max_output_tokens = models.PositiveIntegerField(_("max output tokens"), default=8_192)
+    extend_params = models.JSONField(_("reasoning controls"), default=list, blank=True)
+    default_reasoning = models.JSONField(_("default reasoning"), default=dict, blank=True)
     supports_vision = models.BooleanField(
-        default=True, help_text="The model reads images. Off: a message with images is "
-        "refused with a notice in the room, and earlier images are left out of its requests.")
-    enabled = models.BooleanField(default=True)
+        _("reads images"), default=True,
+        help_text=_("The model reads images. Off: a message with images is refused with a "
+                    "notice in the room, and earlier images are left out of its requests."))
+    enabled = models.BooleanField(_("enabled"), default=True)
 
     class Meta:
+        verbose_name = _("model")
+        verbose_name_plural = _("models")
         constraints = [models.UniqueConstraint(fields=["provider", "model_id"],
                                                name="one_model_per_provider")]
 
@@ -75,10 +84,16 @@ class TeamAIConfig(TimeStampedModel):
     """A team's choice of model (None: the site's first enabled model) and the models its
     members may choose per conversation (``chat_models``; none chosen: every enabled one)."""
 
-    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="ai_config")
-    default_model = models.ForeignKey(ModelConfig, null=True, blank=True,
-                                      on_delete=models.SET_NULL, related_name="+")
-    chat_models = models.ManyToManyField(ModelConfig, blank=True, related_name="+")
+    team = models.OneToOneField(Team, verbose_name=_("team"), on_delete=models.CASCADE,
+                                related_name="ai_config")
+    default_model = models.ForeignKey(ModelConfig, verbose_name=_("default model"), null=True,
+                                      blank=True, on_delete=models.SET_NULL, related_name="+")
+    chat_models = models.ManyToManyField(ModelConfig, verbose_name=_("chat models"), blank=True,
+                                         related_name="+")
+
+    class Meta:
+        verbose_name = _("team's model choice")
+        verbose_name_plural = _("teams' model choices")
 
 
 # -- MCP servers (DESIGN 2.7, 3.6, 4) ----------------------------------------------------------
@@ -92,9 +107,9 @@ MIN_TIMEOUT_S, MAX_CONNECT_TIMEOUT_S, MAX_CALL_TIMEOUT_S = 1.0, 60.0, 600.0
 class McpTransport(models.TextChoices):
     """The three transports of the MCP SDK."""
 
-    STDIO = "stdio", "stdio (a program on this server)"
-    STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
-    SSE = "sse", "HTTP+SSE (older servers)"
+    STDIO = "stdio", _("stdio (a program on this server)")
+    STREAMABLE_HTTP = "streamable_http", _("Streamable HTTP")
+    SSE = "sse", _("HTTP+SSE (older servers)")
 
 
 HTTP_TRANSPORTS = (McpTransport.STREAMABLE_HTTP, McpTransport.SSE)
@@ -103,9 +118,9 @@ HTTP_TRANSPORTS = (McpTransport.STREAMABLE_HTTP, McpTransport.SSE)
 class McpSignIn(models.TextChoices):
     """Whether an HTTP server needs an OAuth sign-in, and whose (DESIGN 2.7)."""
 
-    NONE = "", "No sign-in"
-    TEAM = "team", "One sign-in for the team (an owner or admin signs in)"
-    PERSON = "person", "Each person signs in with their own account"
+    NONE = "", _("No sign-in")
+    TEAM = "team", _("One sign-in for the team (an owner or admin signs in)")
+    PERSON = "person", _("Each person signs in with their own account")
 
 
 class McpServerConfig(TimeStampedModel):
@@ -123,66 +138,77 @@ class McpServerConfig(TimeStampedModel):
     """
 
     name = models.CharField(
-        max_length=MCP_NAME_MAX,
-        validators=[RegexValidator(f"^{MCP_NAME_RE}$",
-                                   "Letters, digits, '_' and '-' only (it prefixes tool names).")],
-        help_text="The tool prefix: the agent sees the tools as mcp__NAME__TOOL.")
-    transport = models.CharField(max_length=20, choices=McpTransport.choices)
-    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE,
-                             related_name="mcp_servers",
-                             help_text="Empty for a catalog entry.")
+        _("name"), max_length=MCP_NAME_MAX,
+        validators=[RegexValidator(f"^{MCP_NAME_RE}$", _(
+            "Letters, digits, '_' and '-' only (it prefixes tool names)."))],
+        help_text=_("The tool prefix: the agent sees the tools as mcp__NAME__TOOL."))
+    transport = models.CharField(_("transport"), max_length=20, choices=McpTransport.choices)
+    team = models.ForeignKey(Team, verbose_name=_("team"), null=True, blank=True,
+                             on_delete=models.CASCADE, related_name="mcp_servers",
+                             help_text=_("Empty for a catalog entry."))
     catalog = models.BooleanField(
-        default=False, help_text="A site catalog entry (no team): owners and admins of any "
-                                 "team may enable it for their team.")
-    description = models.CharField(max_length=300, blank=True,
-                                   help_text="What it offers (the team settings page shows it).")
-    command = models.CharField(max_length=500, blank=True,
-                               help_text="stdio: the program, by absolute path (e.g. a node or "
-                                         "a virtualenv's python).")
-    args = models.JSONField(default=list, blank=True, help_text='stdio: a JSON list of strings.')
-    env = EncryptedTextField(blank=True)
+        _("catalog entry"), default=False,
+        help_text=_("A site catalog entry (no team): owners and admins of any team may enable "
+                    "it for their team."))
+    description = models.CharField(
+        _("description"), max_length=300, blank=True,
+        help_text=_("What it offers (the team settings page shows it)."))
+    command = models.CharField(
+        _("command"), max_length=500, blank=True,
+        help_text=_("stdio: the program, by absolute path (e.g. a node or a virtualenv's "
+                    "python)."))
+    args = models.JSONField(_("arguments"), default=list, blank=True,
+                            help_text=_("stdio: a JSON list of strings."))
+    env = EncryptedTextField(_("environment"), blank=True)
     read_paths = models.JSONField(
-        default=list, blank=True,
-        help_text="stdio, sandboxed: a JSON list of absolute directories the server may read "
-                  "(its installation: a virtualenv, a node_modules); the rest of the host but "
-                  "the system directories is hidden.")
-    sandbox = models.BooleanField(default=True, help_text="stdio: run inside bubblewrap where "
-                                  "it works (the filesystem confined).")
-    network = models.BooleanField(default=True, help_text="stdio, sandboxed: keep the host's "
-                                  "network (most servers call an API).")
-    url = models.CharField(max_length=500, blank=True,
-                           help_text="HTTP: the endpoint (checked by the SSRF guard).")
-    headers = EncryptedTextField(blank=True)
+        _("read paths"), default=list, blank=True,
+        help_text=_("stdio, sandboxed: a JSON list of absolute directories the server may read "
+                    "(its installation: a virtualenv, a node_modules); the rest of the host "
+                    "but the system directories is hidden."))
+    sandbox = models.BooleanField(
+        _("sandboxed"), default=True,
+        help_text=_("stdio: run inside bubblewrap where it works (the filesystem confined)."))
+    network = models.BooleanField(
+        _("network"), default=True,
+        help_text=_("stdio, sandboxed: keep the host's network (most servers call an API)."))
+    url = models.CharField(_("URL"), max_length=500, blank=True,
+                           help_text=_("HTTP: the endpoint (checked by the SSRF guard)."))
+    headers = EncryptedTextField(_("headers"), blank=True)
     sign_in = models.CharField(
-        max_length=10, choices=McpSignIn.choices, blank=True, default=McpSignIn.NONE,
-        help_text="HTTP: the server needs an OAuth 2.1 sign-in, once for the team or by each "
-                  "person (a run uses the sign-in of the person who started it).")
+        _("sign-in"), max_length=10, choices=McpSignIn.choices, blank=True,
+        default=McpSignIn.NONE,
+        help_text=_("HTTP: the server needs an OAuth 2.1 sign-in, once for the team or by each "
+                    "person (a run uses the sign-in of the person who started it)."))
     oauth_client_id = models.CharField(
-        max_length=300, blank=True,
-        help_text="HTTP with sign-in: a client id registered with the server's authorization "
-                  "server (empty: confab registers itself where the server offers it).")
-    oauth_client_secret = EncryptedTextField(blank=True)
-    enabled = models.BooleanField(default=True)
+        _("OAuth client id"), max_length=300, blank=True,
+        help_text=_("HTTP with sign-in: a client id registered with the server's authorization "
+                    "server (empty: confab registers itself where the server offers it)."))
+    oauth_client_secret = EncryptedTextField(_("OAuth client secret"), blank=True)
+    enabled = models.BooleanField(_("enabled"), default=True)
     enabled_tools = models.JSONField(
-        null=True, blank=True,
-        help_text="A JSON list of the tool names the agent may use; empty (null): all.")
+        _("allowed tools"), null=True, blank=True,
+        help_text=_("A JSON list of the tool names the agent may use; empty (null): all."))
     connect_timeout_s = models.FloatField(
-        default=15.0, help_text="Seconds to start, initialize and list the tools (1-60).")
+        _("connect timeout (s)"), default=15.0,
+        help_text=_("Seconds to start, initialize and list the tools (1-60)."))
     call_timeout_s = models.FloatField(
-        default=120.0, help_text="Seconds one tool call may take (1-600).")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
+        _("call timeout (s)"), default=120.0,
+        help_text=_("Seconds one tool call may take (1-600)."))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("created by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
 
     class Meta:
-        verbose_name = "MCP server"
+        verbose_name = _("MCP server")
+        verbose_name_plural = _("MCP servers")
         constraints = [
             models.UniqueConstraint(
                 fields=["team", "name"], name="one_mcp_name_per_team",
-                violation_error_message="The team already has an MCP server of this name."),
+                violation_error_message=_("The team already has an MCP server of this name.")),
             models.UniqueConstraint(
                 fields=["name"], condition=models.Q(team__isnull=True),
                 name="one_mcp_name_per_catalog",
-                violation_error_message="The catalog already has an MCP server of this name."),
+                violation_error_message=_("The catalog already has an MCP server of this name.")),
             models.CheckConstraint(
                 condition=models.Q(team__isnull=True, catalog=True)
                 | models.Q(team__isnull=False, catalog=False),
@@ -237,15 +263,19 @@ class McpServerConfig(TimeStampedModel):
 class TeamMcpEnablement(TimeStampedModel):
     """A catalog MCP server a team enabled (its owners' and admins' choice)."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="mcp_enablements")
-    server = models.ForeignKey(McpServerConfig, on_delete=models.CASCADE,
+    team = models.ForeignKey(Team, verbose_name=_("team"), on_delete=models.CASCADE,
+                             related_name="mcp_enablements")
+    server = models.ForeignKey(McpServerConfig, verbose_name=_("MCP server"),
+                               on_delete=models.CASCADE,
                                related_name="enablements",
                                limit_choices_to={"catalog": True})
-    enabled_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+    enabled_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("enabled by"),
+                                   null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
-        verbose_name = "catalog MCP server enabled for a team"
+        verbose_name = _("catalog MCP server enabled for a team")
+        verbose_name_plural = _("catalog MCP servers enabled for teams")
         constraints = [models.UniqueConstraint(fields=["team", "server"],
                                                name="one_enablement_per_team")]
 
@@ -262,22 +292,27 @@ class McpOAuthConnection(TimeStampedModel):
     never leave the server but towards the MCP server. ``expires_at``: when the access token
     expires (None: the server did not say); ``authorized_by``: who signed in."""
 
-    server = models.ForeignKey(McpServerConfig, on_delete=models.CASCADE,
+    server = models.ForeignKey(McpServerConfig, verbose_name=_("MCP server"),
+                               on_delete=models.CASCADE,
                                related_name="oauth_connections")
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+    team = models.ForeignKey(Team, verbose_name=_("team"), on_delete=models.CASCADE,
+                             related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("person"), null=True,
+                             blank=True,
                              on_delete=models.CASCADE, related_name="+")
-    authorized_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+    authorized_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("signed in by"),
+                                      null=True, blank=True,
                                       on_delete=models.SET_NULL, related_name="+")
-    authorization_server = models.JSONField()
-    client_info = EncryptedTextField()
-    access_token = EncryptedTextField()
-    refresh_token = EncryptedTextField(blank=True)
-    scope = models.CharField(max_length=500, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
+    authorization_server = models.JSONField(_("authorization server"))
+    client_info = EncryptedTextField(_("client registration"))
+    access_token = EncryptedTextField(_("access token"))
+    refresh_token = EncryptedTextField(_("refresh token"), blank=True)
+    scope = models.CharField(_("scope"), max_length=500, blank=True)
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "MCP sign-in"
+        verbose_name = _("MCP sign-in")
+        verbose_name_plural = _("MCP sign-ins")
         constraints = [
             models.UniqueConstraint(fields=["server", "team"], condition=models.Q(user=None),
                                     name="one_team_sign_in_per_server"),
@@ -298,20 +333,25 @@ class McpOAuthFlow(TimeStampedModel):
     encrypted; ``redirect_uri``: the exact URI sent, which the token request repeats. Used
     once: the callback deletes it."""
 
-    state_hash = models.CharField(max_length=64, unique=True)
-    session_hash = models.CharField(max_length=64)
-    server = models.ForeignKey(McpServerConfig, on_delete=models.CASCADE, related_name="+")
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+    state_hash = models.CharField(_("state hash"), max_length=64, unique=True)
+    session_hash = models.CharField(_("session hash"), max_length=64)
+    server = models.ForeignKey(McpServerConfig, verbose_name=_("MCP server"),
+                               on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey(Team, verbose_name=_("team"), on_delete=models.CASCADE,
                              related_name="+")
-    for_team = models.BooleanField(help_text="The team's sign-in (else the person's own).")
-    authorization_server = models.JSONField()
-    client_info = EncryptedTextField()
-    code_verifier = EncryptedTextField()
-    redirect_uri = models.CharField(max_length=500)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("person"),
+                             on_delete=models.CASCADE,
+                             related_name="+")
+    for_team = models.BooleanField(_("for the team"),
+                                   help_text=_("The team's sign-in (else the person's own)."))
+    authorization_server = models.JSONField(_("authorization server"))
+    client_info = EncryptedTextField(_("client registration"))
+    code_verifier = EncryptedTextField(_("code verifier"))
+    redirect_uri = models.CharField(_("redirect URI"), max_length=500)
 
     class Meta:
-        verbose_name = "MCP sign-in under way"
+        verbose_name = _("MCP sign-in under way")
+        verbose_name_plural = _("MCP sign-ins under way")
 
 
 def _secret_map(stored: str | None) -> dict[str, str]:
@@ -326,9 +366,9 @@ def _secret_map(stored: str | None) -> dict[str, str]:
 def _mcp_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
     """(field, sentence) for each rule ``server`` breaks."""
     if server.catalog and server.team_id is not None:
-        yield "catalog", "A catalog entry belongs to no team."
+        yield "catalog", _("A catalog entry belongs to no team.")
     if not server.catalog and server.team_id is None:
-        yield "team", "Choose the team, or make it a catalog entry."
+        yield "team", _("Choose the team, or make it a catalog entry.")
     if server.transport == McpTransport.STDIO:
         yield from _stdio_problems(server)
     elif server.transport in HTTP_TRANSPORTS:
@@ -339,53 +379,55 @@ def _mcp_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
                        ("call_timeout_s", MAX_CALL_TIMEOUT_S)):
         value = getattr(server, field)
         if not isinstance(value, int | float) or not MIN_TIMEOUT_S <= value <= top:
-            yield field, f"Seconds, from {MIN_TIMEOUT_S:g} to {top:g}."
+            yield field, _("Seconds, from %(least)g to %(most)g.") % {"least": MIN_TIMEOUT_S,
+                                                                     "most": top}
 
 
 def _stdio_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
     if not server.command.strip():
-        yield "command", "A stdio server needs a command."
+        yield "command", _("A stdio server needs a command.")
     if server.needs_sign_in or server.oauth_client_id or server.oauth_client_secret:
-        yield "sign_in", "Only HTTP servers sign in with OAuth."
+        yield "sign_in", _("Only HTTP servers sign in with OAuth.")
     if server.url or server.headers:
-        yield "url", "A stdio server has no URL or headers."
+        yield "url", _("A stdio server has no URL or headers.")
     yield from _list_problems("read_paths", server.read_paths, allow_none=False)
     if isinstance(server.read_paths, list) and not all(
             isinstance(p, str) and p.startswith("/") for p in server.read_paths):
-        yield "read_paths", "Absolute paths only."
+        yield "read_paths", _("Absolute paths only.")
     try:
         names = server.env_map()
     except ValueError:
-        yield "env", "The environment is not a JSON object of strings."
+        yield "env", _("The environment is not a JSON object of strings.")
         return
     for name in names:
         if not re.fullmatch(ENV_NAME_RE, name):
-            yield "env", f"{name!r} is not an environment variable name."
+            yield "env", _("%(name)r is not an environment variable name.") % {"name": name}
 
 
 def _http_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
     if not server.url.strip():
-        yield "url", "An HTTP server needs a URL."
+        yield "url", _("An HTTP server needs a URL.")
     elif not re.match(r"^https?://[^/?#]", server.url, re.IGNORECASE):
-        yield "url", "An http:// or https:// URL."
+        yield "url", _("An http:// or https:// URL.")
     if server.command or server.args or server.env or server.read_paths:
-        yield "command", "An HTTP server has no command, arguments, environment or read paths."
+        yield "command", _("An HTTP server has no command, arguments, environment or read paths.")
     if server.oauth_client_secret and not server.oauth_client_id:
-        yield "oauth_client_id", "A client secret needs its client id."
+        yield "oauth_client_id", _("A client secret needs its client id.")
     if (server.oauth_client_id or server.oauth_client_secret) and not server.needs_sign_in:
-        yield "sign_in", "A client id is for a server that needs a sign-in."
+        yield "sign_in", _("A client id is for a server that needs a sign-in.")
     try:
         names = server.header_map()
     except ValueError:
-        yield "headers", "The headers are not a JSON object of strings."
+        yield "headers", _("The headers are not a JSON object of strings.")
         return
     for name in names:
         if not re.fullmatch(HEADER_NAME_RE, name):
-            yield "headers", f"{name!r} is not a header name."
+            yield "headers", _("%(name)r is not a header name.") % {"name": name}
 
 
 def _list_problems(field: str, value: Any, *, allow_none: bool) -> Iterator[tuple[str, str]]:
     if value is None and allow_none:
         return
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        yield field, "A list of non-empty strings" + (" (or null: all)." if allow_none else ".")
+        yield field, (_("A list of non-empty strings (or null: all).") if allow_none
+                      else _("A list of non-empty strings."))

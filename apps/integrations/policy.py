@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.common.errors import ApplicationError, ErrorCode
 
 __all__ = ["MAX_NAMES", "clean_tool_policy", "needs_approval"]
@@ -55,21 +57,25 @@ def clean_tool_policy(*, require: Iterable[Any], exempt: Iterable[Any]) -> dict[
     both = sorted(set(cleaned["require"]) & set(cleaned["exempt"]))
     if both:
         raise ApplicationError(ErrorCode.INVALID,
-                               f"A tool cannot be both required and exempt: {', '.join(both)}.")
+                               _("A tool cannot be both required and exempt: %(names)s.")
+                               % {"names": ", ".join(both)})
     return cleaned
 
 
 def _clean_names(values: Iterable[Any], label: str) -> list[str]:
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-        raise ApplicationError(ErrorCode.INVALID, f"{label!r} is a list of tool names.")
+        raise ApplicationError(ErrorCode.INVALID, _("%(label)r is a list of tool names.")
+                               % {"label": label})
     names: list[str] = []
     for value in values:
         name = value.strip() if isinstance(value, str) else None
         if name is None or not _NAME.fullmatch(name):
-            raise ApplicationError(ErrorCode.INVALID, f"{value!r} in {label!r} is not a tool name "
-                                   "(1-128 letters, digits, '_' or '-').")
+            raise ApplicationError(ErrorCode.INVALID, _(
+                "%(value)r in %(label)r is not a tool name (1-128 letters, digits, '_' or '-').")
+                % {"value": value, "label": label})
         if name not in names:
             names.append(name)
     if len(names) > MAX_NAMES:
-        raise ApplicationError(ErrorCode.INVALID, f"{label!r} lists more than {MAX_NAMES} tools.")
+        raise ApplicationError(ErrorCode.INVALID, _("%(label)r lists more than %(most)d tools.")
+                               % {"label": label, "most": MAX_NAMES})
     return names

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext, ngettext
 
 from apps.accounts.models import Team, User
 from apps.accounts.permissions import require_manager
@@ -57,7 +58,9 @@ def team_set_default_model(*, team: Team, model: ModelConfig | None, by: User,
     for candidate in ([model] if model is not None else []) + (chosen or []):
         if not ModelConfig.objects.filter(pk=candidate.pk, enabled=True,
                                           provider__enabled=True).exists():
-            raise ApplicationError(ErrorCode.INVALID, f"The model {candidate} is not available.")
+            raise ApplicationError(
+                ErrorCode.INVALID, gettext("The model %(model)s is not available.")
+                                   % {"model": candidate})
     config, _ = TeamAIConfig.objects.update_or_create(team=team,
                                                       defaults={"default_model": model})
     if chosen is not None:
@@ -125,7 +128,9 @@ def provider_test_connection(*, config: ProviderConfig) -> ConnectionReport:
     if failure is not None:
         return failure
     return ConnectionReport(ok=True, models=len(models),
-                            message=f"connected; the provider lists {len(models)} model(s).")
+                            message=ngettext("connected; the provider lists %(count)d model.",
+                                             "connected; the provider lists %(count)d models.",
+                                             len(models)) % {"count": len(models)})
 
 
 def provider_fetch_models(*, config: ProviderConfig) -> FetchReport:
@@ -172,7 +177,8 @@ def _failure(kind: str, message: str, api_key: str | None) -> ConnectionReport:
         message = message.replace(api_key, "[redacted]")
     if len(message) > _MESSAGE_CHARS:
         message = message[:_MESSAGE_CHARS] + "…"
-    return ConnectionReport(ok=False, kind=kind, message=f"failed ({kind}): {message}")
+    return ConnectionReport(ok=False, kind=kind, message=gettext("failed (%(kind)s): %(message)s")
+                            % {"kind": kind, "message": message})
 
 
 @transaction.atomic

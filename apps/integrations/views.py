@@ -166,7 +166,7 @@ def mcp_server_edit(request: HttpRequest, team_id: int, server_id: int) -> HttpR
     if server is None:
         raise Http404("No such MCP server.")
     if server.is_stdio:
-        raise PermissionDenied("Site staff manage this server in the admin.")
+        raise PermissionDenied(_("Site staff manage this server in the admin."))
     form = McpHttpServerForm(request.POST) if request.method == "POST" else None
     if form is not None and form.is_valid():
         try:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.accounts.models import Team, User
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.errors import ToolError
@@ -21,7 +23,7 @@ from apps.engine.mcp.adapter import resource_block
 from apps.engine.messages import TextBlock
 from apps.realtime.frames import McpResourceAttachment
 from apps.rooms.mcp_access import person_servers, require_connected
-from apps.rooms.services.limits import message_max_chars
+from apps.rooms.services.limits import grouped, message_max_chars
 
 __all__ = ["read_attachments"]
 
@@ -49,7 +51,8 @@ async def _read(manager: McpManager, attachment: McpResourceAttachment
     except ToolError as exc:
         raise ApplicationError(ErrorCode.INVALID, str(exc)) from exc
     if not result.contents:
-        raise ApplicationError(ErrorCode.INVALID, f"The resource {attachment.uri} is empty.")
+        raise ApplicationError(ErrorCode.INVALID, _("The resource %(uri)s is empty.")
+                               % {"uri": attachment.uri})
     out = []
     for contents in result.contents:
         block = resource_block(contents)
@@ -64,6 +67,7 @@ async def _read(manager: McpManager, attachment: McpResourceAttachment
 def _require_fits(attachment: McpResourceAttachment, text: str) -> None:
     limit = message_max_chars()
     if len(text) > limit:
-        raise ApplicationError(ErrorCode.TOO_LARGE, (
-            f"The resource {attachment.uri} is {len(text):,} characters long; at most "
-            f"{limit:,} fit in one message."))
+        raise ApplicationError(ErrorCode.TOO_LARGE, _(
+            "The resource %(uri)s is %(length)s characters long; at most %(limit)s fit in one "
+            "message.") % {"uri": attachment.uri, "length": grouped(len(text)),
+                           "limit": grouped(limit)})

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.utils.translation import gettext
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
@@ -255,7 +256,8 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         try:
             content = json.loads(text_data if text_data is not None else bytes_data or b"")
         except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
-            await self._error(ApplicationError(ErrorCode.BAD_FRAME, "frames are JSON objects"))
+            await self._error(ApplicationError(ErrorCode.BAD_FRAME,
+                                               gettext("Frames are JSON objects.")))
             return
         await self.receive_json(content)
 
@@ -278,8 +280,8 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         if isinstance(frame, WRITE_FRAMES) and not membership.role_enum.can_write:
-            await self._error(ApplicationError(ErrorCode.FORBIDDEN,
-                                               "Viewers can watch but not take part."), sent)
+            await self._error(ApplicationError(ErrorCode.FORBIDDEN, gettext(
+                "Viewers can watch but not take part.")), sent)
             return
         try:
             await self._dispatch(frame, membership)

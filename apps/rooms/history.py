@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext
 
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.rooms.models import ConversationEvent, Message, Run, ToolDecision
@@ -83,7 +84,7 @@ def _newest_first(conversation_id: int, before: str | None, count: int) -> list[
         return _take(rows.filter(position__isnull=True).order_by("-id"), count, placed)
     match = _CURSOR.fullmatch(before)
     if match is None:
-        raise ApplicationError(ErrorCode.INVALID, "That is not a history cursor.")
+        raise ApplicationError(ErrorCode.INVALID, gettext("That is not a history cursor."))
     position, row_id, unplaced_id = match.groups()
     if unplaced_id is not None:
         joined = rows.filter(pk=int(unplaced_id), position__isnull=False).first()

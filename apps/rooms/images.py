@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode, not_found
@@ -67,7 +68,8 @@ def image_upload(*, conversation: Conversation, membership: Membership,
     require_writer(membership)
     limit = settings.CONFAB["IMAGE_MAX_BYTES"]
     too_large = ApplicationError(ErrorCode.TOO_LARGE,
-                                 f"An image is at most {limit / (1024 * 1024):g} MiB.")
+                                 gettext("An image is at most %(mib)g MiB.")
+                                 % {"mib": limit / (1024 * 1024)})
     if (upload.size or 0) > limit:
         raise too_large
     data = upload.read(limit + 1)
@@ -128,17 +130,20 @@ def images_attached(*, conversation: Conversation, ids: list[str]) -> list[dict[
     ids = list(dict.fromkeys(ids))  # the same image pasted twice is one image
     most = settings.CONFAB["IMAGES_PER_MESSAGE"]
     if len(ids) > most:
-        raise ApplicationError(ErrorCode.INVALID, f"A message carries at most {most} images.")
+        raise ApplicationError(
+            ErrorCode.INVALID, gettext("A message carries at most %(most)d images.")
+                               % {"most": most})
     model = run_model(conversation)[0]  # the conversation's chosen model, else the team's
     if model is not None and not model_reads_images(model):
-        raise ApplicationError(ErrorCode.INVALID, (
-            f"The model {model} does not read images. Send the message without them, or ask "
-            "an admin of the team for a model that reads images."))
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "The model %(model)s does not read images. Send the message without them, or ask "
+            "an admin of the team for a model that reads images.") % {"model": model})
     found = {image.pk: image for image in ConversationImage.objects.filter(
         conversation=conversation, pk__in=[i for i in ids if _ID.fullmatch(i)])}
     if missing := [i for i in ids if i not in found]:
         raise ApplicationError(ErrorCode.INVALID,
-                               f"No image {missing[0]!r} was uploaded to this conversation.")
+                               gettext(
+            "No image %(id)r was uploaded to this conversation.") % {"id": missing[0]})
     return [ImageBlock(media_type=found[i].media_type, id=i).model_dump(mode="json",
                                                                          exclude_none=True)
             for i in ids]

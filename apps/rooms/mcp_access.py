@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 from channels.db import database_sync_to_async
+from django.utils.translation import gettext
 
 from apps.accounts.models import Team, User
 from apps.common.errors import ApplicationError, ErrorCode
@@ -36,7 +37,8 @@ async def person_servers(team: Team, user: User, names: Iterable[str] | None = N
     wanted = list(dict.fromkeys(names)) if names is not None else list(servers)
     for name in wanted:
         if name not in servers:
-            raise ApplicationError(ErrorCode.NOT_FOUND, f"No MCP server named '{name}'.")
+            raise ApplicationError(ErrorCode.NOT_FOUND, gettext("No MCP server named '%(name)s'.")
+                                   % {"name": name})
     chosen = [servers[n] for n in wanted]
     async with McpManager([spec for _, spec in chosen], keys=[key for key, _ in chosen],
                           pool=mcp_pools.get(), whole_team=names is None) as manager:
@@ -48,4 +50,6 @@ def require_connected(manager: McpManager, server: str) -> None:
     for status in manager.status():
         if status.name == server and status.state != "connected":
             raise ApplicationError(ErrorCode.UNAVAILABLE,
-                                   f"The MCP server '{server}' is unavailable: {status.detail}.")
+                                   gettext(
+                "The MCP server '%(server)s' is unavailable: %(detail)s.")
+                % {"server": server, "detail": status.detail})

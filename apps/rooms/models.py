@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
 from apps.common.models import TimeStampedModel
@@ -23,6 +24,10 @@ class Room(TimeStampedModel):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
 
+    class Meta:
+        verbose_name = _("room")
+        verbose_name_plural = _("rooms")
+
     def __str__(self) -> str:
         return self.name
 
@@ -30,8 +35,8 @@ class Room(TimeStampedModel):
 class AgentMode(models.TextChoices):
     """When the agent answers (DESIGN 3.2): every message, or when it is called."""
 
-    ALWAYS = "always", "Always (every message starts a run or steers it)"
-    MENTION = "mention", "When mentioned (@agent) or asked"
+    ALWAYS = "always", _("Always (every message starts a run or steers it)")
+    MENTION = "mention", _("When mentioned (@agent) or asked")
 
 
 class Conversation(TimeStampedModel):
@@ -66,6 +71,10 @@ class Conversation(TimeStampedModel):
                               related_name="+")
     reasoning = models.JSONField(default=dict, blank=True)
 
+    class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
+
     @property
     def team_id(self) -> int:
         return self.room.team_id
@@ -75,11 +84,11 @@ class Conversation(TimeStampedModel):
 
 
 class MessageStatus(models.TextChoices):
-    PENDING = "pending", "Pending (joins at the next step)"
-    STREAMING = "streaming", "Streaming"
-    COMPLETE = "complete", "Complete"
-    CANCELLED = "cancelled", "Cancelled"
-    ERROR = "error", "Error"
+    PENDING = "pending", _("Pending (joins at the next step)")
+    STREAMING = "streaming", _("Streaming")
+    COMPLETE = "complete", _("Complete")
+    CANCELLED = "cancelled", _("Cancelled")
+    ERROR = "error", _("Error")
 
 
 class Message(TimeStampedModel):
@@ -126,6 +135,8 @@ class Message(TimeStampedModel):
     search_text = models.TextField(blank=True, default="")
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "author", "client_id"],
@@ -145,19 +156,19 @@ class Message(TimeStampedModel):
 
 
 class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
-    AWAITING_INPUT = "awaiting_input", "Awaiting input"
-    COMPLETED = "completed", "Completed"
-    CANCELLED = "cancelled", "Cancelled"
-    FAILED = "failed", "Failed"
-    INTERRUPTED = "interrupted", "Interrupted"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
+    AWAITING_INPUT = "awaiting_input", _("Awaiting input")
+    COMPLETED = "completed", _("Completed")
+    CANCELLED = "cancelled", _("Cancelled")
+    FAILED = "failed", _("Failed")
+    INTERRUPTED = "interrupted", _("Interrupted")
 
 
 class RunPurpose(models.TextChoices):
-    REPLY = "reply", "Reply (the agent's turn)"
-    COMPACT = "compact", "Compact the conversation (a member's \u201ccompact now\u201d)"
+    REPLY = "reply", _("Reply (the agent's turn)")
+    COMPACT = "compact", _("Compact the conversation (a member's \u201ccompact now\u201d)")
 
 
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL,
@@ -189,6 +200,8 @@ class Run(TimeStampedModel):
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("run")
+        verbose_name_plural = _("runs")
         constraints = [
             models.UniqueConstraint(fields=["conversation"],
                                     condition=Q(status__in=ACTIVE_RUN_STATUSES),
@@ -214,6 +227,8 @@ class ToolDecision(TimeStampedModel):
                                    on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
+        verbose_name = _("tool decision")
+        verbose_name_plural = _("tool decisions")
         constraints = [models.UniqueConstraint(fields=["run", "tool_call_id"],
                                                name="one_decision_per_call")]
 
@@ -232,6 +247,8 @@ class ConversationEvent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("conversation event")
+        verbose_name_plural = _("conversation events")
         ordering = ["seq"]
         constraints = [models.UniqueConstraint(fields=["conversation", "seq"],
                                                name="one_event_per_seq")]
@@ -262,3 +279,7 @@ class ConversationImage(models.Model):
     height = models.PositiveIntegerField()
     size = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("image")
+        verbose_name_plural = _("images")

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.accounts.models import Team, User
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.errors import ToolError
@@ -39,12 +41,14 @@ async def expand_prompt(team: Team, user: User, prompt: PromptRef) -> list[dict[
         known = {p.name: p for p in await manager.prompts() if p.server == prompt.server}
         info = known.get(prompt.name)
         if info is None:
-            raise ApplicationError(ErrorCode.NOT_FOUND, (
-                f"The MCP server '{prompt.server}' has no prompt named '{prompt.name}'."))
+            raise ApplicationError(ErrorCode.NOT_FOUND, _(
+                "The MCP server '%(server)s' has no prompt named '%(name)s'.")
+                % {"server": prompt.server, "name": prompt.name})
         missing = missing_arguments(info, prompt.arguments)
         if missing:
-            raise ApplicationError(ErrorCode.INVALID, (
-                f"/{prompt.server}:{prompt.name} needs {', '.join(missing)}."))
+            raise ApplicationError(ErrorCode.INVALID, _(
+                "/%(server)s:%(name)s needs %(missing)s.")
+                % {"server": prompt.server, "name": prompt.name, "missing": ", ".join(missing)})
         try:
             result = await manager.get_prompt(prompt.server, prompt.name, prompt.arguments)
         except ToolError as exc:

@@ -10,6 +10,7 @@ from channels.routing import URLRouter
 from django.urls import path, re_path
 
 from apps.accounts.auth import TokenAuthMiddleware
+from apps.accounts.middleware import SocketLanguageMiddleware
 from apps.realtime.groups import RUN_CHANNEL
 from apps.rooms.consumers import ConversationConsumer, NotFoundConsumer
 from apps.rooms.worker import RunWorkerConsumer
@@ -17,9 +18,9 @@ from apps.wiki.routing import websocket_urlpatterns as wiki_websocket_urlpattern
 
 __all__ = ["RUN_CHANNEL", "run_worker", "websocket_application"]
 
-websocket_application = TokenAuthMiddleware(URLRouter([
+websocket_application = TokenAuthMiddleware(SocketLanguageMiddleware(URLRouter([
     path("ws/conversations/<int:conversation_id>/", ConversationConsumer.as_asgi()),
     *wiki_websocket_urlpatterns,
     re_path(r"", NotFoundConsumer.as_asgi()),
-]))
+])))
 run_worker = RunWorkerConsumer.as_asgi()

@@ -26,6 +26,7 @@ import mimetypes
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 from ninja import Query, Router, Status
 
 from apps.accounts.models import Team
@@ -198,7 +199,8 @@ def _raw_body(request: HttpRequest) -> bytes:
     """The request body, at most the attachment limit (``too_large`` above it)."""
     limit = settings.CONFAB["WIKI_ATTACHMENT_BYTES"]
     refused = ApplicationError(ErrorCode.TOO_LARGE,
-                               f"An attachment is at most {limit // (1024 * 1024)} MiB.")
+                               _("An attachment is at most %(mib)d MiB.")
+                               % {"mib": limit // (1024 * 1024)})
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

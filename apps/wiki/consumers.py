@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils.translation import gettext as _
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Team
@@ -79,8 +80,8 @@ class WikiConsumer(AsyncJsonWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None
                       ) -> None:
         if self.joined:
-            await self.send_json(ApplicationError(
-                ErrorCode.BAD_FRAME, "The wiki socket only sends; it reads no frames.").as_frame())
+            await self.send_json(ApplicationError(ErrorCode.BAD_FRAME, _(
+                "The wiki socket only sends; it reads no frames.")).as_frame())
 
     # -- from the channel layer ---------------------------------------------------------------
     async def wiki_changed(self, message: dict[str, Any]) -> None:

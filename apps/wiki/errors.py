@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.wiki import (
     CurrentPage,
@@ -72,7 +74,7 @@ def application_error(error: WikiError, *, what: str = "page") -> ApplicationErr
     if isinstance(error, WikiDamaged):  # logged by the store; a retry will not help
         return ApplicationError(ErrorCode.UNAVAILABLE, error.message)
     logger.warning("wiki store unavailable: %s", error.message)
-    return ApplicationError(ErrorCode.UNAVAILABLE, "The wiki is unavailable; try again.")
+    return ApplicationError(ErrorCode.UNAVAILABLE, _("The wiki is unavailable; try again."))
 
 
 @contextmanager

@@ -61,7 +61,7 @@ class NewPageForm(forms.Form):
     def clean_path(self) -> str:
         path = normalize_page_path(self.cleaned_data["path"])
         if not path:
-            raise forms.ValidationError("Name the page.")
+            raise forms.ValidationError(_("Name the page."))
         return path
 
 

@@ -8,6 +8,7 @@ wrote yet, so the store answers the first as damage instead of starting a fresh 
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
 
@@ -20,6 +21,10 @@ class WikiRepository(models.Model):
     team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True,
                                 related_name="wiki_repository")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("wiki repository")
+        verbose_name_plural = _("wiki repositories")
 
     def __str__(self) -> str:
         return f"wiki of team {self.team_id}"

@@ -25,6 +25,7 @@ from typing import Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership, Team, User
 from apps.common.errors import ApplicationError, ErrorCode
@@ -90,7 +91,7 @@ def attachment_save(*, team: Team, by: User, path: str, content: bytes,
     """Upload the file ``path`` (``_files/<name>.<allowed extension>``): :func:`page_save`
     with bytes, under the attachment size limit."""
     if not isinstance(content, bytes):
-        raise ApplicationError(ErrorCode.INVALID, "An attachment's content is bytes.")
+        raise ApplicationError(ErrorCode.INVALID, _("An attachment's content is bytes."))
     return page_save(team=team, by=by, path=path, content=content,
                      expected_blob=expected_blob, message=message, author=author)
 
@@ -155,9 +156,10 @@ def _writer(by: User, team: Team, author: Author | None, *, manage: bool = False
     membership: Membership = wiki_membership(user=by, team_id=team.pk)
     role = membership.role_enum
     if not role.can_write:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers can read the wiki but not change it.")
+        raise ApplicationError(
+            ErrorCode.FORBIDDEN, _("Viewers can read the wiki but not change it."))
     if manage and not role.can_manage:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Only owners and admins delete wiki pages.")
+        raise ApplicationError(ErrorCode.FORBIDDEN, _("Only owners and admins delete wiki pages."))
     return author or person_author(by)
 
 

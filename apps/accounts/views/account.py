@@ -19,10 +19,15 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from apps.accounts.forms import LanguageForm
-from apps.accounts.services import user_set_language, user_sign_out_everywhere
+from apps.accounts.forms import LanguageForm, TimeZoneForm
+from apps.accounts.services import (
+    user_set_language,
+    user_set_time_zone,
+    user_sign_out_everywhere,
+)
+from apps.common.errors import ApplicationError, ErrorCode
 
-__all__ = ["account", "language", "sign_out_everywhere"]
+__all__ = ["account", "language", "sign_out_everywhere", "time_zone"]
 
 
 @never_cache
@@ -38,8 +43,27 @@ def account(request: HttpRequest) -> HttpResponse:
         return redirect("accounts:account")
     language_form = LanguageForm(initial={"language": request.user.language,
                                           "next": request.path})
+    time_zone_form = TimeZoneForm(initial={"time_zone": request.user.time_zone})
     return render(request, "accounts/account.html", {"form": form,
-                                                     "language_form": language_form})
+                                                     "language_form": language_form,
+                                                     "time_zone_form": time_zone_form})
+
+
+@login_required
+@require_POST
+def time_zone(request: HttpRequest) -> HttpResponse:
+    """Keep the person's time zone (the account page's choice); back to the account page,
+    with the refusal as a message when the zone is not one of the tz database's."""
+    form = TimeZoneForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ApplicationError(ErrorCode.INVALID, form.errors.as_text())
+        user_set_time_zone(user=request.user, time_zone=form.cleaned_data["time_zone"])
+    except ApplicationError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, _("Time zone saved: dates are shown in it from now on."))
+    return redirect("accounts:account")
 
 
 @require_POST

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode
 
@@ -11,4 +13,4 @@ __all__ = ["require_writer"]
 def require_writer(membership: Membership) -> None:
     """Viewers watch; they cannot send, stop, decide or answer (ApplicationError forbidden)."""
     if not membership.role_enum.can_write:
-        raise ApplicationError(ErrorCode.FORBIDDEN, "Viewers can watch but not take part.")
+        raise ApplicationError(ErrorCode.FORBIDDEN, _("Viewers can watch but not take part."))

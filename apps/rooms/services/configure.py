@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership, Team
 from apps.common.errors import ApplicationError, ErrorCode
@@ -73,9 +74,10 @@ def _checked(model: ModelConfig, reasoning: Mapping[str, Any]) -> dict[str, Any]
     declared = model.extend_params or []
     for name in reasoning:
         if name not in declared:
-            offered = ", ".join(declared) or "none"
-            raise ApplicationError(ErrorCode.INVALID, f"{model} has no {name!r} control "
-                                   f"(its controls: {offered}).")
+            offered = ", ".join(declared) or _("none")
+            raise ApplicationError(ErrorCode.INVALID, _(
+                "%(model)s has no %(name)r control (its controls: %(offered)s).")
+                % {"model": model, "name": name, "offered": offered})
     chosen = {k: v for k, v in reasoning.items() if v is not None}
     reasoning_params(chosen, what="reasoning", strict=True)  # stored as sent: exact types
     return chosen
@@ -92,7 +94,8 @@ def conversation_configure(*, conversation: Conversation, model: int,
     require_writer(membership)
     chosen_model = team_models(conversation.room.team).filter(pk=model).first()
     if chosen_model is None:
-        raise ApplicationError(ErrorCode.INVALID, f"There is no model {model!r} to choose.")
+        raise ApplicationError(ErrorCode.INVALID, _("There is no model %(model)r to choose.")
+                               % {"model": model})
     chosen = _checked(chosen_model, reasoning)
     with transaction.atomic():
         conversation_lock(conversation.pk)

@@ -11,6 +11,7 @@ event in the source conversation.
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode, not_found
@@ -37,16 +38,17 @@ def _fork_point(conversation: Conversation, message_id: int) -> Message:
         raise not_found("message")
     if message.status in (MessageStatus.PENDING, MessageStatus.STREAMING):
         raise ApplicationError(ErrorCode.CONFLICT,
-                               "That message is not complete yet: fork once it is.")
+                               _("That message is not complete yet: fork once it is."))
     if message.status != MessageStatus.COMPLETE or message.position is None:
-        raise ApplicationError(ErrorCode.CONFLICT, "That message was stopped before it was "
-                               "complete: fork from an earlier one.")
+        raise ApplicationError(ErrorCode.CONFLICT, _(
+            "That message was stopped before it was complete: fork from an earlier one."))
     if message.superseded_by_id is not None:
         raise ApplicationError(ErrorCode.CONFLICT,
-                               "That message is an earlier version: fork from the current one.")
+                               _("That message is an earlier version: fork from the current one."))
     if message.compacted:
-        raise ApplicationError(ErrorCode.CONFLICT, "That message was compacted into a summary: "
-                               "fork from the summary or a later message.")
+        raise ApplicationError(ErrorCode.CONFLICT, _(
+            "That message was compacted into a summary: fork from the summary or a later "
+            "message."))
     return message
 
 

@@ -9,10 +9,18 @@ from datetime import timedelta
 from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_lazy
 
 from apps.common.errors import ApplicationError, ErrorCode
 
-__all__ = ["message_max_chars", "require_fits", "require_under_rate"]
+__all__ = ["grouped", "message_max_chars", "require_fits", "require_under_rate"]
+
+# What each kind of row a person makes says when there are too many (``require_under_rate``).
+_RATE_REFUSALS = {
+    "messages": gettext_lazy("At most %(limit)d messages a minute; wait a moment."),
+    "agent turns": gettext_lazy("At most %(limit)d agent turns a minute; wait a moment."),
+}
 
 
 def message_max_chars() -> int:
@@ -25,9 +33,14 @@ def require_fits(text: str) -> None:
     in words a person reads)."""
     limit = message_max_chars()
     if len(text) > limit:
-        raise ApplicationError(ErrorCode.TOO_LARGE,
-                               f"The message is {len(text):,} characters long; at most "
-                               f"{limit:,} fit in one message. Shorten it or split it.")
+        raise ApplicationError(ErrorCode.TOO_LARGE, gettext(
+            "The message is %(length)s characters long; at most %(limit)s fit in one message. "
+            "Shorten it or split it.") % {"length": grouped(len(text)), "limit": grouped(limit)})
+
+
+def grouped(count: int) -> str:
+    """``count`` with the active locale's thousands separator ("12,345")."""
+    return number_format(count, force_grouping=True)
 
 
 def require_under_rate(made: QuerySet, what: str) -> None:
@@ -36,5 +49,4 @@ def require_under_rate(made: QuerySet, what: str) -> None:
     ("messages", "agent turns") in the refusal."""
     limit = settings.CONFAB["MESSAGES_PER_MINUTE"]
     if made.filter(created_at__gte=timezone.now() - timedelta(minutes=1)).count() >= limit:
-        raise ApplicationError(ErrorCode.RATE_LIMITED,
-                               f"At most {limit} {what} a minute; wait a moment.")
+        raise ApplicationError(ErrorCode.RATE_LIMITED, _RATE_REFUSALS[what] % {"limit": limit})

@@ -12,6 +12,7 @@ from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership, Team, User
 from apps.accounts.selectors import membership_of
@@ -51,24 +52,26 @@ def _clean(value: str, *, field: str, max_length: int) -> str:
     """``value`` stripped; ``invalid`` when it is empty or longer than ``max_length``."""
     text = value.strip()
     if not text:
-        raise ApplicationError(ErrorCode.INVALID, f"The {field} cannot be empty.")
+        raise ApplicationError(ErrorCode.INVALID, _("The %(field)s cannot be empty.")
+                               % {"field": field})
     if len(text) > max_length:
         raise ApplicationError(ErrorCode.INVALID,
-                               f"The {field} is longer than {max_length} characters.")
+                               _("The %(field)s is longer than %(most)d characters.")
+                               % {"field": field, "most": max_length})
     return text
 
 
 def room_create(*, team: Team, name: str, by: User) -> Room:
     """A new room in ``team``."""
     _writer(by, team.pk, "team")
-    name = _clean(name, field="room name", max_length=ROOM_NAME_MAX)
+    name = _clean(name, field=_("room name"), max_length=ROOM_NAME_MAX)
     return Room.objects.create(team=team, name=name, created_by=by)
 
 
 def room_rename(*, room: Room, name: str, by: User) -> Room:
     """Give ``room`` a new name."""
     _writer(by, room.team_id, "room")
-    room.name = _clean(name, field="room name", max_length=ROOM_NAME_MAX)
+    room.name = _clean(name, field=_("room name"), max_length=ROOM_NAME_MAX)
     room.save(update_fields=["name", "updated_at"])
     return room
 
@@ -88,7 +91,8 @@ def _agent_mode(value: str) -> AgentMode:
     except ValueError:
         modes = ", ".join(AgentMode.values)
         raise ApplicationError(ErrorCode.INVALID,
-                               f"The agent mode is one of {modes}, not {value!r}.") from None
+                               _("The agent mode is one of %(modes)s, not %(value)r.")
+                               % {"modes": modes, "value": value}) from None
 
 
 def conversation_create(*, room: Room, title: str, by: User,
@@ -96,10 +100,10 @@ def conversation_create(*, room: Room, title: str, by: User,
     """A new conversation in ``room`` (refused with ``conflict`` in an archived room);
     ``agent_mode``: an :class:`AgentMode` value (``invalid`` otherwise)."""
     _writer(by, room.team_id, "room")
-    title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
+    title = _clean(title, field=_("title"), max_length=CONVERSATION_TITLE_MAX)
     mode = _agent_mode(agent_mode)
     if room.archived:
-        raise ApplicationError(ErrorCode.CONFLICT, "The room is archived.")
+        raise ApplicationError(ErrorCode.CONFLICT, _("The room is archived."))
     conversation = Conversation.objects.create(room=room, title=title, created_by=by,
                                                agent_mode=mode)
     sidebar_changed_on_commit(conversation.pk)
@@ -130,7 +134,7 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
     PERSON}`` (the title it has changes nothing and broadcasts nothing). ``invalid`` for an
     empty or too long title."""
     _writer(by, conversation.room.team_id, "conversation")
-    title = _clean(title, field="title", max_length=CONVERSATION_TITLE_MAX)
+    title = _clean(title, field=_("title"), max_length=CONVERSATION_TITLE_MAX)
     with transaction.atomic():
         if Conversation.objects.filter(pk=conversation.pk).exclude(title=title).update(
                 title=title, updated_at=timezone.now()):
@@ -160,7 +164,7 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
     if not (membership.role_enum.can_manage or conversation.created_by_id == by.pk):
         raise ApplicationError(
             ErrorCode.FORBIDDEN,
-            "Only whoever started the conversation or a team owner or admin can delete it.")
+            _("Only whoever started the conversation or a team owner or admin can delete it."))
     path = workspace_path(conversation)
     with transaction.atomic():
         conversation_lock(conversation.pk)  # no run can start between the check and the delete
@@ -168,7 +172,7 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
         if Run.objects.filter(conversation=conversation,
                               status__in=ACTIVE_RUN_STATUSES).exists():
             raise ApplicationError(ErrorCode.CONFLICT,
-                                   "A run is active: stop it before deleting the conversation.")
+                                   _("A run is active: stop it before deleting the conversation."))
         conversation.delete()
     transaction.on_commit(partial(workspace_delete, path), robust=True)
     transaction.on_commit(partial(images_delete, conversation.room.team_id, images), robust=True)

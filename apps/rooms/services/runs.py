@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode
@@ -139,7 +140,7 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
         conversation_lock(conversation.pk)
         run = active_run(conversation)
         if run is None:
-            raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+            raise ApplicationError(ErrorCode.CONFLICT, _("Nothing is running."))
         if run.stopped_by_id is None:
             run.stopped_by = membership.user
             run.save(update_fields=["stopped_by"])
@@ -160,8 +161,8 @@ def run_compact(*, conversation: Conversation, membership: Membership) -> Run:
     itself when it has to; stop it to compact first)."""
     return run_queue(conversation=conversation, membership=membership,
                      purpose=RunPurpose.COMPACT,
-                     busy="The agent is working: compact when its run has ended, or stop it "
-                          "first.")
+                     busy=_("The agent is working: compact when its run has ended, or stop it "
+                            "first."))
 
 
 def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
@@ -172,7 +173,7 @@ def run_ask(*, conversation: Conversation, membership: Membership) -> Run:
     require_turn_rate(conversation, membership.user)
     return run_queue(conversation=conversation, membership=membership,
                      purpose=RunPurpose.REPLY,
-                     busy="The agent is already working: mention it to steer its run.")
+                     busy=_("The agent is already working: mention it to steer its run."))
 
 
 def require_turn_rate(conversation: Conversation, user: Any) -> None:
@@ -215,8 +216,8 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
     waiting = {a["call_id"]: a for a in waiting_for(run)["approvals"]}
     if tool_call_id not in waiting:
         raise ApplicationError(ErrorCode.CONFLICT, _decided_already(conversation, tool_call_id)
-                               or ("Nothing is running." if run is None else
-                                   "No tool call with that id is waiting for a decision."))
+                               or (_("Nothing is running.") if run is None else
+                                   _("No tool call with that id is waiting for a decision.")))
     if arguments is not None:
         _require_fitting_edit(waiting[tool_call_id], approve, arguments)
     try:
@@ -227,7 +228,7 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
     except IntegrityError:
         raise ApplicationError(ErrorCode.CONFLICT,
                                _decided_already(conversation, tool_call_id)
-                               or "Someone already decided.") from None
+                               or _("Someone already decided.")) from None
     group_send_on_commit(run_group(run.pk), {
         "type": "run.decide", "run_id": run.pk, "tool_call_id": tool_call_id,
         "approved": approve, "by": membership.user.shown_name, "arguments": arguments})
@@ -238,11 +239,12 @@ def _require_fitting_edit(waiting: dict[str, Any], approve: bool,
                           arguments: dict[str, Any]) -> None:
     """Refuse (``invalid``) edited arguments with a denial, or that do not fit the schema."""
     if not approve:
-        raise ApplicationError(ErrorCode.INVALID, "Edited arguments come with an approval; "
-                               "a denied call does not run.")
+        raise ApplicationError(ErrorCode.INVALID, _("Edited arguments come with an approval; "
+                                                    "a denied call does not run."))
     problem = arguments_problem(waiting["name"], waiting.get("parameters") or {}, arguments)
     if problem is not None:
-        raise ApplicationError(ErrorCode.INVALID, f"The call still waits. {problem}")
+        raise ApplicationError(ErrorCode.INVALID, _("The call still waits. %(problem)s")
+                               % {"problem": problem})
 
 
 def _decided_already(conversation: Conversation, tool_call_id: str) -> str | None:
@@ -254,13 +256,15 @@ def _decided_already(conversation: Conversation, tool_call_id: str) -> str | Non
                                             tool_call_id=tool_call_id)
                 .select_related("decided_by").first())
     if decision is not None:
-        who = decision.decided_by.shown_name if decision.decided_by else "A former member"
-        return f"{who} already {'approved' if decision.approved else 'denied'} this tool call."
+        who = decision.decided_by.shown_name if decision.decided_by else _("A former member")
+        done = (_("%(who)s already approved this tool call.") if decision.approved
+                else _("%(who)s already denied this tool call."))
+        return done % {"who": who}
     timed_out = ConversationEvent.objects.filter(
         Q(kind="approval_decided", payload__call_id=tool_call_id)
         | Q(kind="subagent_event", payload__event__kind="approval_decided",
             payload__event__call_id=tool_call_id), conversation=conversation).exists()
-    return ("This tool call already timed out waiting for a decision (it counts as denied)."
+    return (_("This tool call already timed out waiting for a decision (it counts as denied).")
             if timed_out else None)
 
 
@@ -274,8 +278,8 @@ def run_answer(*, conversation: Conversation, membership: Membership, question_i
     if run is None or question_id not in {q["question_id"]
                                           for q in waiting_for(run)["questions"]}:
         raise ApplicationError(ErrorCode.CONFLICT, _answered_already(conversation, question_id)
-                               or ("Nothing is running." if run is None else
-                                   "No question with that id is waiting."))
+                               or (_("Nothing is running.") if run is None else
+                                   _("No question with that id is waiting.")))
     group_send_on_commit(run_group(run.pk), {
         "type": "run.answer", "run_id": run.pk, "question_id": question_id, "text": text,
         "by": membership.user.shown_name})
@@ -293,8 +297,8 @@ def _answered_already(conversation: Conversation, question_id: str) -> str | Non
     if payload is None:
         return None
     who = (payload.get("event") or payload).get("answered_by")
-    return (f"{who} already answered this question." if who else
-            "This question already timed out unanswered.")
+    return (_("%(who)s already answered this question.") % {"who": who} if who else
+            _("This question already timed out unanswered."))
 
 
 def run_elicit(*, conversation: Conversation, membership: Membership, elicitation_id: str,
@@ -306,18 +310,20 @@ def run_elicit(*, conversation: Conversation, membership: Membership, elicitatio
     require_writer(membership)
     run = active_run(conversation)
     if run is None:
-        raise ApplicationError(ErrorCode.CONFLICT, "Nothing is running.")
+        raise ApplicationError(ErrorCode.CONFLICT, _("Nothing is running."))
     waiting = {e["elicitation_id"]: e for e in waiting_for(run)["elicitations"]}
     if elicitation_id not in waiting:
         raise ApplicationError(ErrorCode.CONFLICT,
-                               "No MCP server question with that id is waiting.")
+                               _("No MCP server question with that id is waiting."))
     if action != "accept" and content is not None:
-        raise ApplicationError(ErrorCode.INVALID, f"Content comes with accept, not {action}.")
+        raise ApplicationError(ErrorCode.INVALID, _("Content comes with accept, not %(action)s.")
+                               % {"action": action})
     if action == "accept":
         require_fits(json.dumps(content or {}, ensure_ascii=False))
         problem = content_problem(waiting[elicitation_id]["schema"], content or {})
         if problem is not None:
-            raise ApplicationError(ErrorCode.INVALID, f"The question still waits. {problem}")
+            raise ApplicationError(ErrorCode.INVALID, _("The question still waits. %(problem)s")
+                                   % {"problem": problem})
     group_send_on_commit(run_group(run.pk), {
         "type": "run.elicit", "run_id": run.pk, "elicitation_id": elicitation_id,
         "action": action, "content": content if action == "accept" else None,

@@ -14,6 +14,7 @@ answers.
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext, gettext_lazy
 
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode, not_found
@@ -28,7 +29,7 @@ from apps.rooms.transcript import history_rows, message_json
 
 __all__ = ["answer_regenerate", "message_edit"]
 
-_BUSY = "The agent is working: wait for its run to end, or stop it first."
+_BUSY = gettext_lazy("The agent is working: wait for its run to end, or stop it first.")
 
 
 def _require_idle(conversation: Conversation) -> None:
@@ -61,12 +62,13 @@ def message_edit(*, conversation: Conversation, membership: Membership, message_
         if old is None:
             raise not_found("message")
         if old.author_id != user.pk or old.role != "user":
-            raise ApplicationError(ErrorCode.FORBIDDEN, "You can edit only your own messages.")
+            raise ApplicationError(
+                ErrorCode.FORBIDDEN, gettext("You can edit only your own messages."))
         _require_idle(conversation)
         last = _last_person_message(conversation)
         if last is None or last.pk != old.pk:
-            raise ApplicationError(ErrorCode.CONFLICT,
-                                   "Only the last message of the conversation can be edited.")
+            raise ApplicationError(ErrorCode.CONFLICT, gettext(
+                "Only the last message of the conversation can be edited."))
         require_message_rate(conversation, user)
         run = run_queue(conversation=conversation, membership=membership,
                         purpose=RunPurpose.REPLY, busy=_BUSY)
@@ -94,7 +96,7 @@ def answer_regenerate(*, conversation: Conversation, membership: Membership) -> 
         answer = (history_rows(conversation.pk).filter(position__gt=last.position)
                   if last is not None else Message.objects.none())
         if not answer.exists():
-            raise ApplicationError(ErrorCode.CONFLICT, "There is no answer to regenerate.")
+            raise ApplicationError(ErrorCode.CONFLICT, gettext("There is no answer to regenerate."))
         require_turn_rate(conversation, membership.user)
         run = run_queue(conversation=conversation, membership=membership,
                         purpose=RunPurpose.REPLY, busy=_BUSY)

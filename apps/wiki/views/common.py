@@ -17,6 +17,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode
@@ -47,9 +48,9 @@ def writer(request: HttpRequest, team_id: int, *, delete: bool = False) -> Membe
     admins). The services check the same again; this is for the pages that show a form."""
     membership = reader(request, team_id)
     if not membership.role_enum.can_write:
-        raise PermissionDenied("Viewers read the wiki; members edit it.")
+        raise PermissionDenied(_("Viewers read the wiki; members edit it."))
     if delete and not membership.role_enum.can_manage:
-        raise PermissionDenied("Only owners and admins delete wiki pages.")
+        raise PermissionDenied(_("Only owners and admins delete wiki pages."))
     return membership
 
 

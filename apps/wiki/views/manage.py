@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -127,8 +128,10 @@ def upload(request: HttpRequest, team_id: int) -> HttpResponse:
     path = f"_files/{name.strip().strip('/')}"
     limit = wiki_limits().attachment_bytes
     if upload_file.size > limit:  # before reading it all into memory
-        return tree_page(request, membership, upload_form=form, status=413, upload_error=(
-            f"{name} is {upload_file.size:,} bytes: attachments may be at most {limit:,}."))
+        return tree_page(request, membership, upload_form=form, status=413, upload_error=_(
+            "%(name)s is %(size)s bytes: attachments may be at most %(limit)s.")
+            % {"name": name, "size": number_format(upload_file.size, force_grouping=True),
+               "limit": number_format(limit, force_grouping=True)})
     try:
         result = attachment_save(team=membership.team, by=user_of(request), path=path,
                                  content=upload_file.read(), expected_blob=_current_blob(

@@ -67,6 +67,10 @@ _REGIONS = re.compile(
     r"|{%.*?%}|{{.*?}}|{#.*?#}", re.S)
 
 
+# ``{{ x|default:"..." }}``: prose there needs ``default:_("...")``.
+_FILTER_LITERAL = re.compile(r"""{{[^}]*\|default:"([^"]*)"[^}]*}}""")
+
+
 def _masked(source: str) -> str:
     """``source`` with every template construct (and translated block) blanked out to spaces,
     its length and newlines kept (so positions and line numbers hold)."""
@@ -115,6 +119,9 @@ def unmarked_template_strings(path: Path) -> Iterator[Unmarked]:
     finder.close()
     for line, text in finder.found:
         yield Unmarked(path, line, text)
+    for match in _FILTER_LITERAL.finditer(source):  # {{ x|default:"..." }}, not default:_("...")
+        if _PROSE.search(match.group(1)):  # prose, not a code such as "en"
+            yield Unmarked(path, source.count("\n", 0, match.start()) + 1, match.group(1))
 
 
 def _walk(node: Node) -> Iterator[Node]:
@@ -192,6 +199,13 @@ def python_files() -> list[Path]:
     return sorted(p for d in PYTHON_DIRS for p in d.rglob("*.py") if "migrations" not in p.parts)
 
 
+def django_python_files() -> list[Path]:
+    """:func:`python_files` without the engine: it cannot import Django (DESIGN 1), and its
+    texts (tool descriptions, its command line) are for the model and developers."""
+    engine = ROOT / "apps" / "engine"
+    return [p for p in python_files() if not p.is_relative_to(engine)]
+
+
 def python_msgids(path: Path) -> Iterator[str]:
     """The literal msgids of ``_()``, ``gettext()``, ``gettext_lazy()``, ``ngettext()`` calls."""
     for node in ast.walk(ast.parse(path.read_text())):
@@ -201,3 +215,77 @@ def python_msgids(path: Path) -> Iterator[str]:
         if node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):  # a plural: looked up by its singular
             yield node.args[0].value
+
+
+# What a person reads from Python: the message of a refusal or a notice, a form's or a model's
+# label and help. A literal there (a str, an f-string, ``"..." % x``, ``"...".format()``) was
+# written in English and not marked; a name or a call other than gettext cannot be judged here.
+_PY_MESSAGE_ARGUMENT = {  # callee name -> the index of its human argument
+    "ApplicationError": 1, "WikiConflictError": 0, "ValidationError": 0, "PermissionDenied": 0,
+    "success": 1, "error": 1, "info": 1, "warning": 1, "message_user": 1, "add_error": 1,
+}
+_PY_HUMAN_KEYWORDS = {"label", "help_text", "verbose_name", "verbose_name_plural",
+                      "empty_label", "description", "busy", "upload_error", "link_text"}
+# The OpenAPI schema's descriptions are for developers, in English like the error codes.
+_PY_SCHEMA_CALLS = {"Field", "Query", "Path", "Body", "NinjaAPI", "ConfabAPI"}
+_PY_NOTICES = {"success", "error", "info", "warning"}  # of django.contrib.messages, not a logger
+# ``message=`` is a person's to read in these; elsewhere it is mostly a git commit message.
+_PY_MESSAGE_KEYWORD_CALLS = {"WarningEvent", "ConnectionReport"}
+_PY_HUMAN_ATTRIBUTES = {"verbose_name", "verbose_name_plural", "short_description"}
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr \
+        if isinstance(func, ast.Attribute) else ""
+
+
+def _is_prose_literal(node: ast.AST | None) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and bool(_LETTER.search(node.value))
+    if isinstance(node, ast.JoinedStr):  # f"{what}: {why}" joins translated parts
+        return any(_is_prose_literal(part) for part in node.values)
+    if isinstance(node, ast.BoolOp):  # a or "..."
+        return any(_is_prose_literal(value) for value in node.values)
+    if isinstance(node, ast.IfExp):
+        return _is_prose_literal(node.body) or _is_prose_literal(node.orelse)
+    if isinstance(node, ast.BinOp):  # "..." % x, "..." + x
+        return _is_prose_literal(node.left)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # "...".format()
+        return node.func.attr == "format" and _is_prose_literal(node.func.value)
+    return False
+
+
+def _human_values(node: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(node, ast.Call):
+        callee = _callee(node)
+        of_messages = isinstance(node.func, ast.Attribute) \
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "messages"
+        index = _PY_MESSAGE_ARGUMENT.get(callee, len(node.args))
+        if index < len(node.args) and (callee not in _PY_NOTICES or of_messages):
+            yield node.args[index]
+        human = _PY_HUMAN_KEYWORDS | {"message"} if callee in _PY_MESSAGE_KEYWORD_CALLS \
+            or callee.endswith("Validator") else _PY_HUMAN_KEYWORDS
+        if callee not in _PY_SCHEMA_CALLS:
+            yield from (k.value for k in node.keywords if k.arg in human)
+    elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name)
+                                              and t.id in _PY_HUMAN_ATTRIBUTES
+                                              for t in node.targets):
+        yield node.value
+
+
+def unmarked_python_strings(path: Path) -> Iterator[Unmarked]:
+    """The prose literals of ``path`` in a refusal, a notice, a label or a help text that no
+    ``gettext`` call wraps."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        for value in _human_values(node):
+            if _is_prose_literal(value):
+                yield Unmarked(path, value.lineno, ast.unparse(value))
+
+
+def not_found_kinds(path: Path) -> Iterator[tuple[int, str]]:
+    """The literal ``what`` of each ``not_found("what")`` call in ``path``, with its line."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and _callee(node) == "not_found" and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            yield node.args[0].lineno, node.args[0].value

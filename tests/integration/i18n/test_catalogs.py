@@ -14,16 +14,23 @@ from pathlib import Path
 
 import polib
 import pytest
+from django.apps import apps
+from django.conf import settings
+from django.utils import translation
 
+from apps.common.errors import NOT_FOUND_MESSAGES
 from tests.integration.i18n.scan import (
     ROOT,
+    django_python_files,
     js_files,
     js_msgids,
+    not_found_kinds,
     python_files,
     python_msgids,
     template_files,
     template_msgids,
     unmarked_js_strings,
+    unmarked_python_strings,
     unmarked_template_strings,
 )
 
@@ -48,6 +55,60 @@ def test_every_template_string_is_marked_for_translation() -> None:
 def test_every_script_string_is_marked_for_translation() -> None:
     unmarked = [str(u) for path in js_files() for u in unmarked_js_strings(path)]
     assert not unmarked, f"not marked for translation ({HOW}):\n{_listing(unmarked)}"
+
+
+def test_every_python_message_is_marked_for_translation() -> None:
+    """Refusals (ApplicationError, ValidationError, PermissionDenied), notices, labels, help
+    texts, verbose names and admin descriptions written as literals in our Django apps."""
+    unmarked = [str(u) for path in django_python_files() for u in unmarked_python_strings(path)]
+    assert not unmarked, f"not marked for translation (wrap it in gettext):\n{_listing(unmarked)}"
+
+
+def test_every_not_found_kind_has_its_own_sentence() -> None:
+    unknown = [f"{path.relative_to(ROOT)}:{line}: {what!r}" for path in django_python_files()
+               for line, what in not_found_kinds(path) if what not in NOT_FOUND_MESSAGES]
+    assert not unknown, f"add a sentence to NOT_FOUND_MESSAGES for:\n{_listing(unknown)}"
+
+
+# Apps whose fields name themselves in the admin with a translated verbose_name; the others
+# (accounts, rooms, wiki) still show Django's English default from the field's name.
+FIELD_LABEL_APPS = {"integrations"}
+
+
+def _untranslated(value: object, catalog: dict) -> bool:
+    """Whether ``value`` (a str or a lazy translation) reads the same in zh-Hans as in English
+    without being an entry of our catalog or Django's (e.g. "URL" is written alike)."""
+    with translation.override("en"):
+        english = str(value)
+    with translation.override("zh-hans"):
+        chinese = str(value)
+    return chinese == english and english not in catalog
+
+
+@pytest.mark.django_db
+def test_every_model_of_ours_names_itself_in_zh_hans() -> None:
+    """Each model's verbose_name(_plural), each field's help_text and choice labels, and in
+    :data:`FIELD_LABEL_APPS` each field's verbose_name: what the admin shows."""
+    catalog = _catalog("django")._catalog  # type: ignore[attr-defined]
+    problems = []
+    for model in apps.get_models():
+        if not model.__module__.startswith("apps."):
+            continue
+        meta = model._meta
+        texts = [("verbose_name", meta.verbose_name),
+                 ("verbose_name_plural", meta.verbose_name_plural)]
+        for field in meta.get_fields():
+            if field.auto_created:  # the primary key, reverse relations
+                continue
+            texts.append((f"{field.name}.help_text", getattr(field, "help_text", "")))
+            choices = list(getattr(field, "flatchoices", None) or [])
+            if choices != list(settings.LANGUAGES):  # languages are named in their own
+                texts += [(f"{field.name} choice {value!r}", label) for value, label in choices]
+            if meta.app_label in FIELD_LABEL_APPS:
+                texts.append((f"{field.name}.verbose_name", field.verbose_name))
+        problems += [f"{meta.label} {where}: {str(text)!r}" for where, text in texts
+                     if str(text) and _untranslated(text, catalog)]
+    assert not problems, f"untranslated in zh-Hans:\n{_listing(problems)}"
 
 
 @pytest.mark.parametrize(("domain", "sources"), [

@@ -142,7 +142,7 @@ def test_test_connection_succeeds_against_fakellm(
 ) -> None:
     config = make_provider("fake", kind, fakellm + "/v1" if kind == "openai" else fakellm)
     assert run_action(admin_client, "test_connection", config) == [
-        ("success", "fake: connected; the provider lists 1 model(s).")]
+        ("success", "fake: connected; the provider lists 1 model.")]
 
 
 def test_a_closed_port_is_reported_as_a_network_error(admin_client: Client) -> None:

@@ -79,6 +79,7 @@ MATRIX = [
         "old_password": "wrong", "new_password1": "x-9", "new_password2": "x-9"}),
     Row("accounts:sign_out_everywhere", "POST", MOVED),
     Row("accounts:language", "POST", MOVED, data={"language": "zh-hans"}),  # anyone may switch
+    Row("accounts:time_zone", "POST", MOVED, data={"time_zone": "Asia/Shanghai"}),
     Row("accounts:tokens", "GET", SIGNED_IN),
     Row("accounts:tokens", "POST", SIGNED_IN, data={"name": "laptop"}),
     Row("accounts:token_revoke", "POST", (302, 404, 404, 404, 302), ("token_id",)),
