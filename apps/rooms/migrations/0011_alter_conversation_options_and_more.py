@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rooms', '0009_conversation_model_settings'),
+        ('rooms', '0010_message_search_text'),
     ]
 
     operations = [
