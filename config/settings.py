@@ -88,7 +88,6 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "channels",
     "ninja",  # serves its Swagger UI assets locally (the CDN page would break our CSP)
     "apps.common",
     "apps.accounts",
@@ -97,6 +96,7 @@ INSTALLED_APPS = [
     "apps.wiki",
     "apps.rooms",
     "apps.api",
+    "channels",  # after apps.rooms, whose runworker (closing the pools at exit) wins
 ]
 
 MIDDLEWARE = [
