@@ -96,7 +96,8 @@ INSTALLED_APPS = [
     "apps.wiki",
     "apps.rooms",
     "apps.api",
-    "channels",  # after apps.rooms, whose runworker (outlasting a Redis outage) overrides its own
+    "channels",  # after apps.rooms, whose runworker (outlasting a Redis outage, closing the pools
+    # at exit) overrides its own
 ]
 
 MIDDLEWARE = [

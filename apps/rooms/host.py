@@ -305,9 +305,9 @@ class RunHost:
         return _FINAL.get(runner.status or "failed", RunStatus.FAILED), error_kind, error_message
 
     async def _beat(self) -> None:
-        while True:
+        while True:  # sleep first: the claim stamped the heartbeat, and a write here would
+            await asyncio.sleep(settings.CONFAB["HEARTBEAT_S"])  # hold the first model request
             await database_sync_to_async(run_heartbeat)(self.run_id)
-            await asyncio.sleep(settings.CONFAB["HEARTBEAT_S"])
 
     async def _mark(self, conversation_id: int) -> None:
         """The log's high-water mark to the room every ``HWM_INTERVAL_S`` while the run lasts

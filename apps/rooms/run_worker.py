@@ -1,5 +1,6 @@
 """The run worker process's ASGI server: channels' ``Worker`` over a layer that outlasts an
-outage (:func:`apps.realtime.outage.outlasting`).
+outage (:func:`apps.realtime.outage.outlasting`), closing its pools when it stops
+(:class:`apps.rooms.shutdown.ClosingWorker`).
 
 channels' ``Worker.listener`` awaits ``channel_layer.receive`` and lets its error out: when
 Redis died, the redis ``ConnectionError`` ended ``handle()`` and the process exited, cancelling
@@ -12,15 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.worker import Worker
-
 from apps.realtime.outage import outlasting
+from apps.rooms.shutdown import ClosingWorker
 
 __all__ = ["OutlastingWorker"]
 
 
-class OutlastingWorker(Worker):
-    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage."""
+class OutlastingWorker(ClosingWorker):
+    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage and whose
+    ``arun`` (``runworker``) closes the pools when it stops (:class:`ClosingWorker`)."""
 
     def __init__(self, application: Any, channels: list[str], channel_layer: Any,
                  max_applications: int = 1000) -> None:

@@ -19,6 +19,11 @@ Cases: no MCP server; two stdio servers (``mcp-server-time`` and the SDK test se
 works) **cold** (the worker's pool closed before every run: each run starts both) and **warm**
 (the pool kept: the servers started by the first run). Prints the median, p90 and best per case
 (ms). Goal (issue 22): warm overhead <= 30 ms.
+
+Profiled with ``py-spy record -r 400 -f raw -o prof.raw -- .venv/bin/python -m
+tests.benchmarks.bench_run_start --runs 30`` and with a timing harness that wraps each step of
+send -> model request (the consumer's checks, ``message_post``, the claim, ``RunHost._setup``
+and its parts, the pool's acquire, the Bash notice) with ``perf_counter`` marks.
 """
 
 from __future__ import annotations

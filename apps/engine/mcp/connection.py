@@ -20,7 +20,6 @@ result waits for that refresh before it returns, so the next model call offers t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import tempfile
@@ -44,7 +43,7 @@ from apps.engine.mcp.config import McpServerSpec
 from apps.engine.mcp.routing import CallRouter
 from apps.engine.mcp.transport import StdioLaunch, open_transport, stdio_launch
 from apps.engine.tools.net import NetworkPolicy, Resolver, UrlRefused
-from apps.engine.tools.sandbox import SandboxStatus, resolve_status
+from apps.engine.tools.sandbox import SandboxStatus, aresolve_status
 
 __all__ = ["CLOSE_TIMEOUT_S", "ConnectionState", "ServerConnection", "sandbox_status"]
 
@@ -415,7 +414,7 @@ async def sandbox_status(specs: Iterable[McpServerSpec], setting: str) -> Sandbo
     if not any(spec.transport == "stdio" and spec.sandbox for spec in specs):
         return SandboxStatus(False, "not sandboxed: no stdio server asks for it")
     # The first probe starts a real sandbox (up to 10 s), then it is cached per binary.
-    return await asyncio.to_thread(resolve_status, setting)
+    return await aresolve_status(setting)
 
 
 def _secret_values(spec: McpServerSpec) -> list[str]:

@@ -12,10 +12,15 @@ first model byte, so a worker keeps each connection open between runs::
   person for a server that signs in per person; None for a team-wide one). Keys never match
   across teams, so two teams enabling the same catalog server get two processes.
 - **Acquire.** Missing servers start concurrently; servers another run is starting are waited
-  for, not started twice. A warm server is health-checked first (:meth:`ServerConnection.check`);
-  one that fails it, has lost its connection, or whose spec differs from the run's (the team's
-  configuration changed: the spec is the fingerprint, secrets included) is closed and started
-  again. A team's idle servers no run of it asks for any more are closed.
+  for, not started twice. A warm server idle for ``check_idle_s`` or longer is health-checked
+  first (:meth:`ServerConnection.check`); one that fails it, has lost its connection, or whose
+  spec differs from the run's (the team's configuration changed: the spec is the fingerprint,
+  secrets included) is closed and started again. A server another run is using, or one released
+  less than ``check_idle_s`` ago, is used without a check: it answered moments ago, and the
+  check's round trip (about 5 ms a server, more on a busy machine) would delay the run's first
+  model request. One that died in that window fails the run's calls to it (a ToolError each) and
+  is replaced at the next acquire. A team's idle servers no run of it asks for any more are
+  closed.
 - **Refresh.** ``tools/list_changed`` reaches every run using the connection (each updates its
   own registry); a run that starts later registers the refreshed listing. Prompt and resource
   list changes reach every run using it too.
@@ -129,21 +134,24 @@ class McpPool:
     ``idle_timeout_s``: seconds an unused server stays open; ``max_processes``: stdio servers
     kept at most; ``allow_private_network``, ``allowed_networks``, ``sandbox``, ``resolver``,
     ``client_name``, ``client_version``: as for :class:`~apps.engine.mcp.manager.McpManager`;
-    ``clock``: times the idle timeout; ``check_timeout_s``: seconds a warm server has to list
-    its tools before a run uses it (else it is replaced). Raises ValueError for a timeout or
-    limit below 1.
+    ``clock``: times the idle timeout and the idle time before a check; ``check_timeout_s``:
+    seconds a warm server has to list its tools before a run uses it (else it is replaced);
+    ``check_idle_s``: seconds a server must have been idle to be checked at all. Raises
+    ValueError for a timeout or limit below 1.
     """
 
     def __init__(self, *, idle_timeout_s: float = 300.0, max_processes: int = 16,
                  allow_private_network: bool = False, allowed_networks: Iterable[str] = (),
                  sandbox: str = "auto", resolver: Resolver | None = None,
                  clock: Clock | None = None, client_name: str = "confab",
-                 client_version: str = "0.1.0", check_timeout_s: float = 5.0) -> None:
+                 client_version: str = "0.1.0", check_timeout_s: float = 5.0,
+                 check_idle_s: float = 10.0) -> None:
         if idle_timeout_s <= 0 or max_processes < 1:
             raise ValueError("the MCP pool needs a positive idle timeout and process limit")
         self.idle_timeout_s = idle_timeout_s
         self.max_processes = max_processes
         self.check_timeout_s = check_timeout_s
+        self.check_idle_s = check_idle_s
         self._sandbox = sandbox
         self._resolver = resolver
         self._clock = clock or MONOTONIC
@@ -248,8 +256,10 @@ class McpPool:
     # -- health and configuration ---------------------------------------------------------------
     async def _replace_unhealthy(self, servers: Sequence[tuple[ServerKey, McpServerSpec]]
                                  ) -> None:
-        """Close the warm servers of ``servers`` that changed, were lost or fail a check."""
+        """Close the warm servers of ``servers`` that changed, were lost or fail a check (only
+        those idle for ``check_idle_s``: see the module doc)."""
         checks = []
+        checked_before = self._clock.now() - self.check_idle_s
         for key, spec in servers:
             entry = self._entries.get(key)
             if entry is None:
@@ -257,7 +267,8 @@ class McpPool:
             state = entry.connection.state
             if entry.spec != spec or state not in ("connecting", "connected"):
                 self._close_soon(entry)
-            elif state == "connected":
+            elif state == "connected" and not entry.listeners \
+                    and entry.last_used <= checked_before:
                 checks.append(entry)
         results = await asyncio.gather(*(e.connection.check(self.check_timeout_s) for e in checks))
         for entry, healthy in zip(checks, results, strict=True):

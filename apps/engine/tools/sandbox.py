@@ -29,6 +29,7 @@ no setuid bit): a failed probe means "not sandboxed", with the reason, never a f
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import shutil
@@ -42,6 +43,7 @@ __all__ = [
     "DEFAULT_PATH",
     "SANDBOX_HOME",
     "SandboxStatus",
+    "aresolve_status",
     "bwrap_argv",
     "limited_shell_argv",
     "minimal_env",
@@ -183,6 +185,21 @@ def resolve_status(setting: str = "auto", bwrap: str | None = None) -> SandboxSt
     if found is None:
         return SandboxStatus(False, "not sandboxed: bubblewrap (bwrap) is not installed")
     return _cached_probe(found)
+
+
+_RESOLVED: dict[tuple[str, str | None, str], SandboxStatus] = {}
+
+
+async def aresolve_status(setting: str = "auto", bwrap: str | None = None) -> SandboxStatus:
+    """:func:`resolve_status` for the event loop: the first call per ``setting``, ``bwrap`` and
+    ``PATH`` probes in a thread, later ones answer at once. Runs call it every time (the Bash
+    notice, the MCP servers), and a thread hop plus a ``PATH`` search each cost a few ms before
+    the first model request. Raises ValueError as :func:`resolve_status` does."""
+    key = (setting, bwrap, os.environ.get("PATH", DEFAULT_PATH))
+    status = _RESOLVED.get(key)
+    if status is None:
+        status = _RESOLVED[key] = await asyncio.to_thread(resolve_status, setting, bwrap)
+    return status
 
 
 def sandbox_status(setting: str = "auto") -> tuple[bool, str]:

@@ -51,10 +51,10 @@ from apps.engine.tools.sandbox import (
     DEFAULT_PATH,
     SANDBOX_HOME,
     SandboxStatus,
+    aresolve_status,
     bwrap_argv,
     limited_shell_argv,
     minimal_env,
-    resolve_status,
     sandbox_status,
 )
 from apps.engine.tools.subreaper import proc_stat, supervised_argv
@@ -356,7 +356,7 @@ class BashTool(BaseTool):
 
     async def sandbox(self, setting: str) -> SandboxStatus:
         """The sandbox commands get under ``setting`` (probed once, in a thread)."""
-        return await asyncio.to_thread(resolve_status, setting, self._bwrap)
+        return await aresolve_status(setting, self._bwrap)
 
     async def unconfined_notice(self, setting: str) -> str | None:
         """The sentence a host shows people when commands run without the sandbox under

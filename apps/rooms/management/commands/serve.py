@@ -104,9 +104,11 @@ class Command(BaseCommand):
             from twisted.internet import reactor
 
             from apps.rooms.embedded import start_embedded_worker
+            from apps.rooms.shutdown import close_before_reactor_shutdown
 
             reactor.callWhenRunning(lambda: asyncio.get_event_loop().call_soon(
                 start_embedded_worker, application))
+            close_before_reactor_shutdown(reactor)
         layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
         self.stdout.write(f"confab is serving on http://{host}:{port}/ ({layer}); "
                           "Ctrl-C stops it.")

@@ -5,6 +5,7 @@ way a pooled server is closed ends its helpers too (the subreaper), with nothing
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -146,10 +147,35 @@ async def test_a_server_that_died_while_idle_is_started_again(
     os.kill(dead, signal.SIGKILL)
     await wait_until(lambda: running(marker=marker) == [],  # its supervisor ends the helpers
                      what="the server's tree to end")
+    pool.clock.advance(pool.check_idle_s)  # type: ignore[attr-defined]  (idle long enough)
     async with run(pool, (ACME, spec)) as mcp:
         assert (await call(mcp.registry, "mcp__py__echo", tmp_path, text="z")).content == \
             "echo: z"
         assert len(server_pids(marker) - {dead}) == 1
+
+
+async def test_only_a_server_idle_for_the_check_interval_is_health_checked(
+        pool: McpPool, marker: str, tmp_path: Path) -> None:
+    """A server released moments ago goes to the next run unchecked (no tools/list round
+    trip before the model request); once idle for ``check_idle_s`` it is checked again."""
+    clock: FakeClock = pool.clock  # type: ignore[attr-defined]
+    spec = helper_spec(marker)
+    async with run(pool, (ACME, spec)):
+        [pid] = server_pids(marker)
+    os.kill(pid, signal.SIGSTOP)  # a check would fail and replace it
+    try:
+        clock.advance(pool.check_idle_s / 2)
+        async with run(pool, (ACME, spec)) as mcp:
+            assert mcp.status()[0].state == "connected"
+            assert server_pids(marker) == {pid}  # the same server: not checked
+        clock.advance(pool.check_idle_s)
+        async with run(pool, (ACME, spec)) as mcp:
+            assert (await call(mcp.registry, "mcp__py__echo", tmp_path, text="a")).content \
+                == "echo: a"
+            assert len(server_pids(marker) - {pid}) == 1  # checked, failed, replaced
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # closed with its replacement
+            os.kill(pid, signal.SIGCONT)
 
 
 async def test_a_changed_configuration_starts_the_server_again(
@@ -210,6 +236,7 @@ async def _configuration_change(pool: McpPool, marker: str) -> None:
 async def _failed_health_check(pool: McpPool, marker: str) -> None:
     [pid] = server_pids(marker)
     os.kill(pid, signal.SIGSTOP)  # alive, but it answers nothing
+    pool.clock.advance(pool.check_idle_s)  # type: ignore[attr-defined]  (idle long enough)
     async with run(pool, (ACME, helper_spec(marker))) as mcp:
         assert mcp.status()[0].state == "connected"
         assert len(server_pids(marker) - {pid}) == 1  # a new server; the stopped one closes
