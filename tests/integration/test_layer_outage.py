@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from channels_redis.core import RedisChannelLayer
+from django.core.management import get_commands, load_command_class
 
 from apps.realtime.groups import RUN_CHANNEL, run_group
 from apps.realtime.outage import LAYER_LADDER_S, Outage, OutlastingLayer
@@ -131,3 +132,9 @@ def test_an_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
         "is back",
         "run worker: the channel layer is back after 12.5 s (7 failed tries, 14 messages "
         "dropped)"]
+
+
+def test_manage_py_runworker_runs_the_outlasting_worker() -> None:
+    # apps.rooms' command wins over channels' only while it comes first in INSTALLED_APPS
+    command = load_command_class(get_commands()["runworker"], "runworker")
+    assert command.worker_class is OutlastingWorker
