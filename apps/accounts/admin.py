@@ -27,9 +27,10 @@ from apps.accounts.signals import (
 
 @admin.register(User)
 class UserAdmin(DjangoUserAdmin):
-    fieldsets = (*DjangoUserAdmin.fieldsets, ("Profile", {"fields": ("display_name",)}))
+    fieldsets = (*DjangoUserAdmin.fieldsets,
+                 (gettext_lazy("Profile"), {"fields": ("display_name",)}))
     add_fieldsets = (*DjangoUserAdmin.add_fieldsets,
-                     ("Profile", {"fields": ("display_name",)}))
+                     (gettext_lazy("Profile"), {"fields": ("display_name",)}))
     list_display = ("username", "display_name", "email", "is_staff", "is_active")
     search_fields = ("username", "display_name", "email")
 

@@ -22,12 +22,14 @@ class User(AbstractUser):
     Django's own hash): "sign out everywhere" counts it up, so every session signed in before
     stops verifying, exactly as after a password change."""
 
-    display_name = models.CharField(max_length=80, blank=True)
-    session_generation = models.PositiveIntegerField(default=0)
+    display_name = models.CharField(verbose_name=_("display name"), max_length=80, blank=True)
+    session_generation = models.PositiveIntegerField(verbose_name=_("session generation"),
+                                                     default=0)
     # The interface language (a code of settings.LANGUAGES); blank: the browser's choice.
-    language = models.CharField(max_length=10, blank=True, choices=settings.LANGUAGES)
+    language = models.CharField(verbose_name=_("language"), max_length=10, blank=True,
+                                choices=settings.LANGUAGES)
     # The IANA time zone dates are shown in (apps.accounts.time_zones); blank: TIME_ZONE.
-    time_zone = models.CharField(max_length=64, blank=True)
+    time_zone = models.CharField(verbose_name=_("time zone"), max_length=64, blank=True)
 
     @property
     def shown_name(self) -> str:
@@ -83,15 +85,16 @@ class Team(TimeStampedModel):
     in ``mention`` mode (``@agent`` always does too).
     """
 
-    name = models.CharField(max_length=100)
-    slug = models.SlugField(max_length=100, unique=True)
-    tool_policy = models.JSONField(default=dict, blank=True)
+    name = models.CharField(verbose_name=_("name"), max_length=100)
+    slug = models.SlugField(verbose_name=_("slug"), max_length=100, unique=True)
+    tool_policy = models.JSONField(verbose_name=_("tool policy"), default=dict, blank=True)
     agent_handle = models.CharField(
-        max_length=30, default="agent",
-        validators=[RegexValidator(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\Z", "Letters, digits, _ and - "
-                                   "only, not starting with -.")])
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
+        verbose_name=_("agent handle"), max_length=30, default="agent",
+        validators=[RegexValidator(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\Z",
+                                   _("Letters, digits, _ and - only, not starting with -."))])
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("created by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
 
     class Meta:
         verbose_name = _("team")
@@ -104,10 +107,12 @@ class Team(TimeStampedModel):
 class Membership(TimeStampedModel):
     """A user's role in a team."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+    team = models.ForeignKey(Team, verbose_name=_("team"), on_delete=models.CASCADE,
                              related_name="memberships")
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("user"),
+                             on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(verbose_name=_("role"), max_length=10, choices=Role.choices,
+                            default=Role.MEMBER)
 
     class Meta:
         verbose_name = _("membership")
@@ -131,17 +136,20 @@ class Invitation(TimeStampedModel):
     """A link that makes whoever opens it (signed in) a member with ``role``. Only the hash of
     the token is stored; the link is shown once."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
-    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
-    email = models.EmailField(blank=True)
-    token_hash = models.CharField(max_length=64, unique=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    expires_at = models.DateTimeField()
-    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                    on_delete=models.SET_NULL, related_name="+")
-    accepted_at = models.DateTimeField(null=True, blank=True)
-    revoked = models.BooleanField(default=False)
+    team = models.ForeignKey(Team, verbose_name=_("team"), on_delete=models.CASCADE,
+                             related_name="invitations")
+    role = models.CharField(verbose_name=_("role"), max_length=10, choices=Role.choices,
+                            default=Role.MEMBER)
+    email = models.EmailField(verbose_name=_("email address"), blank=True)
+    token_hash = models.CharField(verbose_name=_("token hash"), max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("created by"),
+                                   null=True, on_delete=models.SET_NULL, related_name="+")
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("accepted by"),
+                                    null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    accepted_at = models.DateTimeField(verbose_name=_("accepted at"), null=True, blank=True)
+    revoked = models.BooleanField(verbose_name=_("revoked"), default=False)
 
     class Meta:
         verbose_name = _("invitation")
@@ -152,13 +160,13 @@ class ApiToken(TimeStampedModel):
     """A personal API token (``Authorization: Bearer cf_...``). Stored hashed, shown once;
     ``prefix`` (the first characters) lets a person recognise it in a list."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="api_tokens")
-    name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=12)
-    key_hash = models.CharField(max_length=64, unique=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked = models.BooleanField(default=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("user"),
+                             on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(verbose_name=_("name"), max_length=100)
+    prefix = models.CharField(verbose_name=_("prefix"), max_length=12)
+    key_hash = models.CharField(verbose_name=_("key hash"), max_length=64, unique=True)
+    last_used_at = models.DateTimeField(verbose_name=_("last used at"), null=True, blank=True)
+    revoked = models.BooleanField(verbose_name=_("revoked"), default=False)
 
     class Meta:
         verbose_name = _("API token")

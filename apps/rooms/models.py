@@ -18,11 +18,13 @@ from apps.rooms.plain_text import plain_text
 class Room(TimeStampedModel):
     """A team's chat room; it holds conversations."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="rooms")
-    name = models.CharField(max_length=100)
-    archived = models.BooleanField(default=False)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
+    team = models.ForeignKey(Team, verbose_name=_("team"), on_delete=models.CASCADE,
+                             related_name="rooms")
+    name = models.CharField(verbose_name=_("name"), max_length=100)
+    archived = models.BooleanField(verbose_name=_("archived"), default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("created by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
 
     class Meta:
         verbose_name = _("room")
@@ -54,22 +56,27 @@ class Conversation(TimeStampedModel):
     history up to and including that message was copied); the message's ``forks`` the other way.
     """
 
-    room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="conversations")
-    title = models.CharField(max_length=200, default="New conversation")
-    archived = models.BooleanField(default=False)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    last_seq = models.BigIntegerField(default=0)
-    compaction_failures = models.PositiveIntegerField(default=0)  # keeps counting past 3
-    compaction_paused_until = models.DateTimeField(null=True, blank=True)
-    memory_upto = models.PositiveIntegerField(default=0)
-    agent_mode = models.CharField(max_length=10, choices=AgentMode.choices,
-                                  default=AgentMode.ALWAYS)
-    forked_from = models.ForeignKey("Message", null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="forks")
-    model = models.ForeignKey(ModelConfig, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="+")
-    reasoning = models.JSONField(default=dict, blank=True)
+    room = models.ForeignKey(Room, verbose_name=_("room"), on_delete=models.CASCADE,
+                             related_name="conversations")
+    title = models.CharField(verbose_name=_("title"), max_length=200, default="New conversation")
+    archived = models.BooleanField(verbose_name=_("archived"), default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("created by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    last_seq = models.BigIntegerField(verbose_name=_("last sequence number"), default=0)
+    # keeps counting past 3
+    compaction_failures = models.PositiveIntegerField(verbose_name=_("compaction failures"),
+                                                      default=0)
+    compaction_paused_until = models.DateTimeField(verbose_name=_("compaction paused until"),
+                                                   null=True, blank=True)
+    memory_upto = models.PositiveIntegerField(verbose_name=_("memory up to"), default=0)
+    agent_mode = models.CharField(verbose_name=_("agent mode"), max_length=10,
+                                  choices=AgentMode.choices, default=AgentMode.ALWAYS)
+    forked_from = models.ForeignKey("Message", verbose_name=_("forked from"), null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="forks")
+    model = models.ForeignKey(ModelConfig, verbose_name=_("model"), null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    reasoning = models.JSONField(verbose_name=_("reasoning settings"), default=dict, blank=True)
 
     class Meta:
         verbose_name = _("conversation")
@@ -110,29 +117,30 @@ class Message(TimeStampedModel):
     any ``update()`` of ``content``.
     """
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
-                                     related_name="messages")
-    run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="messages")
-    position = models.PositiveIntegerField(null=True, blank=True)
-    role = models.CharField(max_length=10)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                               on_delete=models.SET_NULL, related_name="+")
-    author_name = models.CharField(max_length=150, blank=True)
-    content = models.JSONField(default=list)
-    reasoning_content = models.TextField(null=True, blank=True)
-    provider = models.CharField(max_length=20, blank=True)
-    model = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=10, choices=MessageStatus.choices,
-                              default=MessageStatus.COMPLETE)
-    client_id = models.CharField(max_length=100, null=True, blank=True)
-    engine_id = models.CharField(max_length=64, blank=True)  # the runtime's message_id
-    compacted = models.BooleanField(default=False)
-    usage = models.JSONField(null=True, blank=True)
-    wakes_agent = models.BooleanField(default=True)
-    superseded_by = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="superseded")
-    search_text = models.TextField(blank=True, default="")
+    conversation = models.ForeignKey(Conversation, verbose_name=_("conversation"),
+                                     on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey("Run", verbose_name=_("run"), null=True, blank=True,
+                            on_delete=models.SET_NULL, related_name="messages")
+    position = models.PositiveIntegerField(verbose_name=_("position"), null=True, blank=True)
+    role = models.CharField(verbose_name=_("role"), max_length=10)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("author"), null=True,
+                               blank=True, on_delete=models.SET_NULL, related_name="+")
+    author_name = models.CharField(verbose_name=_("author name"), max_length=150, blank=True)
+    content = models.JSONField(verbose_name=_("content"), default=list)
+    reasoning_content = models.TextField(verbose_name=_("reasoning content"), null=True, blank=True)
+    provider = models.CharField(verbose_name=_("provider"), max_length=20, blank=True)
+    model = models.CharField(verbose_name=_("model"), max_length=200, blank=True)
+    status = models.CharField(verbose_name=_("status"), max_length=10,
+                              choices=MessageStatus.choices, default=MessageStatus.COMPLETE)
+    client_id = models.CharField(verbose_name=_("client ID"), max_length=100, null=True, blank=True)
+    # the runtime's message_id
+    engine_id = models.CharField(verbose_name=_("engine ID"), max_length=64, blank=True)
+    compacted = models.BooleanField(verbose_name=_("compacted"), default=False)
+    usage = models.JSONField(verbose_name=_("token usage"), null=True, blank=True)
+    wakes_agent = models.BooleanField(verbose_name=_("wakes the agent"), default=True)
+    superseded_by = models.ForeignKey("Run", verbose_name=_("superseded by"), null=True, blank=True,
+                                      on_delete=models.SET_NULL, related_name="superseded")
+    search_text = models.TextField(verbose_name=_("search text"), blank=True, default="")
 
     class Meta:
         verbose_name = _("message")
@@ -181,23 +189,27 @@ class Run(TimeStampedModel):
     ``purpose``: the agent's turn, or only a compaction of the history ("compact now").
     ``model`` / ``reasoning``: the model id and the ReasoningParams (its set fields) it ran with."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    purpose = models.CharField(max_length=10, choices=RunPurpose.choices,
+    conversation = models.ForeignKey(Conversation, verbose_name=_("conversation"),
+                                     on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(verbose_name=_("status"), max_length=20, choices=RunStatus.choices,
+                              default=RunStatus.QUEUED)
+    purpose = models.CharField(verbose_name=_("purpose"), max_length=10, choices=RunPurpose.choices,
                                default=RunPurpose.REPLY)
-    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    stopped_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    model = models.CharField(max_length=200, blank=True)
-    reasoning = models.JSONField(null=True, blank=True)
-    error_kind = models.CharField(max_length=50, blank=True)
-    error_message = models.TextField(blank=True)
-    worker = models.CharField(max_length=200, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    dispatches = models.PositiveSmallIntegerField(default=0)
-    started_at = models.DateTimeField(null=True, blank=True)
-    ended_at = models.DateTimeField(null=True, blank=True)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("started by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    stopped_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("stopped by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    model = models.CharField(verbose_name=_("model"), max_length=200, blank=True)
+    reasoning = models.JSONField(verbose_name=_("reasoning settings"), null=True, blank=True)
+    error_kind = models.CharField(verbose_name=_("error kind"), max_length=50, blank=True)
+    error_message = models.TextField(verbose_name=_("error message"), blank=True)
+    worker = models.CharField(verbose_name=_("worker"), max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(verbose_name=_("last heartbeat"), null=True, blank=True)
+    dispatches = models.PositiveSmallIntegerField(verbose_name=_("dispatches"), default=0)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    ended_at = models.DateTimeField(verbose_name=_("ended at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("run")
@@ -218,13 +230,15 @@ class ToolDecision(TimeStampedModel):
     ``arguments``: what the call ran with when the decider edited them before approving (null:
     as the model sent them, in the call's ``tool_use`` block)."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="decisions")
-    tool_call_id = models.CharField(max_length=100)
-    tool_name = models.CharField(max_length=200)
-    approved = models.BooleanField()
-    arguments = models.JSONField(null=True, blank=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
+    run = models.ForeignKey(Run, verbose_name=_("run"), on_delete=models.CASCADE,
+                            related_name="decisions")
+    tool_call_id = models.CharField(verbose_name=_("tool call ID"), max_length=100)
+    tool_name = models.CharField(verbose_name=_("tool name"), max_length=200)
+    approved = models.BooleanField(verbose_name=_("approved"))
+    arguments = models.JSONField(verbose_name=_("arguments"), null=True, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("decided by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
 
     class Meta:
         verbose_name = _("tool decision")
@@ -237,14 +251,14 @@ class ConversationEvent(models.Model):
     """The conversation's event log: every broadcast event with its ``seq`` (1, 2, 3, ...).
     Stored before it is broadcast, so a client repairs any gap from here."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
-                                     related_name="events")
-    seq = models.BigIntegerField()
-    kind = models.CharField(max_length=40)
-    payload = models.JSONField()
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
+    conversation = models.ForeignKey(Conversation, verbose_name=_("conversation"),
+                                     on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField(verbose_name=_("sequence number"))
+    kind = models.CharField(verbose_name=_("kind"), max_length=40)
+    payload = models.JSONField(verbose_name=_("payload"))
+    run = models.ForeignKey(Run, verbose_name=_("run"), null=True, blank=True,
+                            on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("conversation event")
@@ -269,16 +283,18 @@ class ConversationImage(models.Model):
     ``width`` and ``height`` (pixels) are what the bytes turned out to be, ``size`` in bytes.
     """
 
-    id = models.CharField(primary_key=True, max_length=32, default=_image_id, editable=False)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE,
-                                     related_name="images")
-    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                    on_delete=models.SET_NULL, related_name="+")
-    media_type = models.CharField(max_length=20)
-    width = models.PositiveIntegerField()
-    height = models.PositiveIntegerField()
-    size = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    id = models.CharField(verbose_name=_("ID"), primary_key=True, max_length=32, default=_image_id,
+                          editable=False)
+    conversation = models.ForeignKey(Conversation, verbose_name=_("conversation"),
+                                     on_delete=models.CASCADE, related_name="images")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("uploaded by"),
+                                    null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    media_type = models.CharField(verbose_name=_("media type"), max_length=20)
+    width = models.PositiveIntegerField(verbose_name=_("width"))
+    height = models.PositiveIntegerField(verbose_name=_("height"))
+    size = models.PositiveIntegerField(verbose_name=_("size in bytes"))
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("image")

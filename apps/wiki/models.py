@@ -18,9 +18,9 @@ __all__ = ["WikiRepository"]
 class WikiRepository(models.Model):
     """The team's wiki repository was created (on its first commit)."""
 
-    team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True,
-                                related_name="wiki_repository")
-    created_at = models.DateTimeField(auto_now_add=True)
+    team = models.OneToOneField(Team, verbose_name=_("team"), on_delete=models.CASCADE,
+                                primary_key=True, related_name="wiki_repository")
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("wiki repository")

@@ -81,3 +81,14 @@ async def test_a_socket_refusal_speaks_the_language_chosen_at_connect(
     assert (await client.until(lambda f: f["type"] == "error"))["code"] == "bad_frame"
     assert not await Message.objects.filter(conversation_id=conversation.pk).aexists()
     await client.close()
+
+
+@pytest.mark.django_db
+def test_a_bad_agent_handle_is_refused_in_the_persons_language(alice: User, acme: Team) -> None:
+    """The model field's validator speaks through the service's ``invalid`` refusal."""
+    refused = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                    {"handle": "-dash"}, **CHINESE)
+    assert refused.status_code == 200
+    assert "只能包含字母、数字、_ 和 -，且不能以 - 开头。" in refused.content.decode()
+    acme.refresh_from_db()
+    assert acme.agent_handle == "agent"
