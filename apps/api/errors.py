@@ -16,6 +16,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.common.validation_errors import error_sentence
 
 __all__ = ["install_error_handlers"]
 
@@ -57,7 +58,7 @@ def install_error_handlers(api: NinjaAPI) -> None:
     @api.exception_handler(HttpError)
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         code = _CODE_OF_STATUS.get(exc.status_code, ErrorCode.INVALID)
-        return respond(request, ApplicationError(code, str(exc)))
+        return respond(request, ApplicationError(code, _http_error_message(exc)))
 
     @api.exception_handler(RequestDataTooBig)
     def too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
@@ -70,9 +71,19 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
 
 def validation_message(exc: ValidationError) -> str:
-    """The first few validation errors as ``where: what`` lines joined by ``; ``."""
+    """The first few validation errors as ``where: what`` lines joined by ``; ``, ``what`` in
+    the active language (:func:`~apps.common.validation_errors.error_sentence`); ``where``
+    names the field as the API spells it (``query.q``)."""
     lines = []
     for error in exc.errors[:_MAX_DETAILS]:
         where = ".".join(str(part) for part in error.get("loc", ()))
-        lines.append(f"{where}: {error.get('msg', 'invalid')}")
-    return "; ".join(lines) or "Invalid request."
+        lines.append(f"{where}: {error_sentence(error)}")
+    return "; ".join(lines) or _("Invalid request.")
+
+
+def _http_error_message(exc: HttpError) -> str:
+    """``exc``'s message; django-ninja's English refusal of a body that is not JSON
+    (``ninja.params.models.BodyModel``, "Cannot parse request body") in the active language."""
+    if str(exc).startswith("Cannot parse request body"):
+        return _("Cannot parse request body")
+    return str(exc)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from django.utils.translation import gettext
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -44,6 +45,7 @@ from pydantic import (
     model_validator,
 )
 
+from apps.common.validation_errors import error_sentence
 from apps.realtime.storable import storable_text
 
 __all__ = [
@@ -83,7 +85,7 @@ class _Frame(BaseModel):
 
 def _not_blank(text: str) -> str:
     if not text.strip():
-        raise ValueError("text is blank")
+        raise ValueError(gettext("text is blank"))
     return text
 
 
@@ -232,9 +234,10 @@ def parse_client_frame(data: object) -> ClientFrame:
 
 
 def describe(error: Exception) -> str:
-    """A short, safe description of why a frame was refused."""
+    """A short, safe description of why a frame was refused, ``where: what`` with ``what`` in
+    the active language (:func:`~apps.common.validation_errors.error_sentence`)."""
     if isinstance(error, ValidationError):
         first = error.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "frame"
-        return f"{where}: {first.get('msg', 'invalid')}"
+        return f"{where}: {error_sentence(first)}"
     return str(error)

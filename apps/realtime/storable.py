@@ -10,6 +10,8 @@ pydantic's ``str`` already refuses.)
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
+
 __all__ = ["storable_text"]
 
 
@@ -17,5 +19,5 @@ def storable_text(value: object) -> object:
     """``value`` unchanged; a string holding NUL raises ValueError (which pydantic reports as
     that field's validation error, so the frame is refused with ``bad_frame``)."""
     if isinstance(value, str) and "\x00" in value:
-        raise ValueError("contains a NUL character, which cannot be stored")
+        raise ValueError(gettext("contains a NUL character, which cannot be stored"))
     return value
