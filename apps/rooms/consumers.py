@@ -26,8 +26,8 @@ from django.utils.translation import gettext
 
 from apps.accounts.auth import credentials_hold
 from apps.accounts.models import Membership
-from apps.accounts.selectors import amembership_of, membership_of
-from apps.common.errors import ApplicationError, ErrorCode
+from apps.accounts.selectors import membership_of
+from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.clock import MONOTONIC, Clock
 from apps.realtime.event_frame import event_frame
 from apps.realtime.frames import (
@@ -61,7 +61,7 @@ from apps.rooms.images import images_attached
 from apps.rooms.models import Conversation
 from apps.rooms.presence import Roster, Throttle
 from apps.rooms.prompts import expand_prompt, team_prompts
-from apps.rooms.selectors import conversation_for
+from apps.rooms.selectors import conversation_for, member_conversation
 from apps.rooms.services.configure import conversation_configure
 from apps.rooms.services.events import events_after, events_last_seq
 from apps.rooms.services.messages import message_post
@@ -275,7 +275,8 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         if not await credentials_hold(self.scope):  # e.g. the password changed since connecting
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
             return
-        membership = await amembership_of(self.scope["user"], self.team_id)
+        membership, conversation = await database_sync_to_async(member_conversation)(
+            self.scope["user"], self.team_id, self.conversation_id)
         if membership is None:  # removed from the team since connecting
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -284,13 +285,14 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
                 "Viewers can watch but not take part.")), sent)
             return
         try:
-            await self._dispatch(frame, membership)
+            if conversation is None:  # deleted since connecting
+                raise not_found("conversation")
+            await self._dispatch(frame, membership, conversation)
         except ApplicationError as error:
             await self._error(error, sent)
 
-    async def _dispatch(self, frame: Any, membership: Membership) -> None:
-        conversation, _ = await database_sync_to_async(conversation_for)(
-            membership.user, self.conversation_id)
+    async def _dispatch(self, frame: Any, membership: Membership,
+                        conversation: Conversation) -> None:
         match frame:
             case SendFrame(client_id=client_id, text=text, attachments=attachments,
                            prompt=prompt):
@@ -298,9 +300,9 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
                 blocks = (await expand_prompt(team, user, prompt) if prompt else [])
                 blocks += await read_attachments(team, user, [
                     a for a in attachments if isinstance(a, McpResourceAttachment)])
-                blocks += await database_sync_to_async(images_attached)(
-                    conversation=conversation,
-                    ids=[a.id for a in attachments if isinstance(a, ImageAttachment)])
+                if images := [a.id for a in attachments if isinstance(a, ImageAttachment)]:
+                    blocks += await database_sync_to_async(images_attached)(
+                        conversation=conversation, ids=images)  # a thread hop: only with images
                 result = await database_sync_to_async(message_post)(
                     conversation=conversation, membership=membership, text=text,
                     client_id=client_id, attachments=blocks)

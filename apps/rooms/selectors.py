@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from apps.accounts.models import Membership, User
+from apps.accounts.selectors import membership_of
 from apps.common.errors import not_found
 from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
@@ -40,6 +41,20 @@ def conversation_for(user: User, conversation_id: int) -> tuple[Conversation, Me
     if membership is None:
         raise not_found("conversation")
     return conversation, membership
+
+
+def member_conversation(user: User, team_id: int, conversation_id: int
+                        ) -> tuple[Membership | None, Conversation | None]:
+    """For a socket's frame, in one thread hop: the user's membership of team ``team_id``
+    (with its team and user; None when not a member, also for anonymous users) and, for a
+    member, the conversation ``conversation_id`` of that team with its room and team (None
+    when it is gone or another team's)."""
+    membership = membership_of(user, team_id)
+    if membership is None:
+        return None, None
+    conversation = (Conversation.objects.select_related("room__team")
+                    .filter(pk=conversation_id, room__team_id=team_id).first())
+    return membership, conversation
 
 
 def room_list(*, user: User, team_id: int | None = None,

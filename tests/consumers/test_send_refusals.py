@@ -76,3 +76,14 @@ async def test_a_nul_character_is_refused_as_a_bad_frame(alice: User, conversati
     await a.send({"type": "send", "client_id": "ok2", "text": "still here"})
     assert (await a.until(lambda f: f["type"] == "ack"))["client_id"] == "ok2"
     await a.close()
+
+
+async def test_a_send_to_a_conversation_deleted_since_connecting_is_not_found(
+        alice: User, conversation) -> None:
+    """The frame's membership and conversation come from one lookup (issue 22): a member
+    whose conversation is gone is told so (not closed as a removed member)."""
+    client, _ = await connect(alice, conversation.pk)
+    await conversation.adelete()
+    refused = await _refusal(client, {"type": "send", "client_id": "gone1", "text": "hi"})
+    assert refused["code"] == "not_found" and refused["client_id"] == "gone1"
+    await client.close()

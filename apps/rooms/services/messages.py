@@ -30,7 +30,7 @@ from apps.rooms.models import (
     RunStatus,
 )
 from apps.rooms.services.access import require_writer
-from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
+from apps.rooms.services.events import conversation_lock, events_append, positions_allocate
 from apps.rooms.services.limits import require_fits, require_under_rate
 from apps.rooms.services.runs import active_run, run_dispatch_on_commit
 from apps.rooms.transcript import message_json
@@ -118,12 +118,14 @@ def _post(conversation: Conversation, user: User, text: str, client_id: str,
         message.position = positions_allocate(conversation.pk, 1)
         message.save(update_fields=["run", "status", "position"])
     queued = message.status == MessageStatus.PENDING
-    payload = {"kind": "user_message", "message": message_json(message), "queued": queued}
-    event_append(conversation.pk, "user_message", payload, run_id=run.pk if run else None)
+    events = [("user_message", {"kind": "user_message", "message": message_json(message),
+                                "queued": queued})]
     if run is not None:
-        event_append(conversation.pk, "run_queued", {
-            "kind": "run_queued", "run_id": run.pk,
-            "started_by": {"id": user.pk, "name": user.shown_name}}, run_id=run.pk)
+        events.append(("run_queued", {"kind": "run_queued", "run_id": run.pk,
+                                      "started_by": {"id": user.pk, "name": user.shown_name}}))
+    # one seq allocation and one INSERT for both (they share the run)
+    events_append(conversation.pk, events, run_id=run.pk if run else None)
+    if run is not None:
         run_dispatch_on_commit(run)
     effect: RunEffect = "started" if run else "steering" if wakes else "none"
     return PostResult(message, queued=queued, created=True, run=effect)
