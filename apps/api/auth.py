@@ -16,6 +16,7 @@ from ninja.security.base import AuthBase
 from ninja.utils import check_csrf
 
 from apps.accounts.auth import bearer_token, bearer_user
+from apps.accounts.middleware import activate_person_language
 from apps.accounts.models import User
 from apps.common.errors import ApplicationError, ErrorCode
 
@@ -23,13 +24,16 @@ __all__ = ["SessionAuth", "TokenAuth"]
 
 
 class TokenAuth(AuthBase):
-    """``Authorization: Bearer cf_...``: a personal API token."""
+    """``Authorization: Bearer cf_...``: a personal API token. The token's owner's own
+    language (``User.language``) then wins over ``Accept-Language``, as for a session."""
 
     openapi_type = "http"
     openapi_scheme = "bearer"
 
     def __call__(self, request: HttpRequest) -> User | None:
-        return bearer_user(request)
+        user = bearer_user(request)
+        activate_person_language(request, user)
+        return user
 
 
 class SessionAuth(AuthBase):

@@ -13,6 +13,7 @@ from apps.accounts.models import Team, User
 from apps.rooms.models import Conversation, Message, Room
 from tests.consumers.conftest import connect, fresh_channel_layer  # noqa: F401 (a fixture)
 from tests.integration.i18n.test_language import CHINESE, ENGLISH, signed_in
+from tests.integration.personas import mint_token
 
 NO_SUCH_CONVERSATION = {"code": "not_found", "message": "没有这个对话。"}
 VIEWERS_WATCH = "观察者只能观看，不能参与。"
@@ -92,3 +93,12 @@ def test_a_bad_agent_handle_is_refused_in_the_persons_language(alice: User, acme
     assert "只能包含字母、数字、_ 和 -，且不能以 - 开头。" in refused.content.decode()
     acme.refresh_from_db()
     assert acme.agent_handle == "agent"
+
+
+@pytest.mark.django_db
+def test_a_token_request_follows_the_token_owners_own_choice(alice: User) -> None:
+    alice.language = "zh-hans"
+    alice.save()
+    client = Client(headers={"Authorization": f"Bearer {mint_token(alice)}"})
+    refused = _export(client, 4242, **ENGLISH)  # the token's owner chose Chinese
+    assert refused.status_code == 404 and refused.json() == NO_SUCH_CONVERSATION
