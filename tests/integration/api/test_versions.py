@@ -142,6 +142,18 @@ def test_forks_are_isolated_per_team_and_refused_to_viewers(
 # -- edit ----------------------------------------------------------------------------------------
 
 
+def test_a_blank_edit_is_refused_and_stores_nothing(token_client, alice, conversation, exchange):
+    response = _post(token_client(alice),
+                     f"/api/conversations/{conversation.pk}/messages/{exchange[0].pk}/edit",
+                     {"text": " \n\t "})
+    assert response.status_code == 400
+    assert response.json() == {"code": "invalid",
+                               "message": "The new text is blank: write something."}
+    assert Message.objects.filter(conversation=conversation).count() == len(exchange)
+    assert not Message.objects.filter(superseded_by__isnull=False).exists()
+    assert Run.objects.filter(conversation=conversation).count() == 1
+
+
 def test_editing_your_last_message_keeps_the_old_version_and_queues_a_run(
         token_client, alice, conversation, exchange):
     response = _post(token_client(alice),
