@@ -49,7 +49,29 @@ def _fork_point(conversation: Conversation, message_id: int) -> Message:
         raise ApplicationError(ErrorCode.CONFLICT, _(
             "That message was compacted into a summary: fork from the summary or a later "
             "message."))
+    if _has_open_calls(message):
+        raise ApplicationError(ErrorCode.CONFLICT, _(
+            "That answer's tool calls have not finished yet: fork once they have."))
     return message
+
+
+def _has_open_calls(message: Message) -> bool:
+    """Whether ``message`` belongs to a run still going (working, or waiting for a decision or
+    an answer) and has a ``tool_use`` block whose ``tool_result`` is not stored yet: a fork
+    there would end on a call that never gets a result (issue 19 refuses a message "still
+    streaming or pending")."""
+    if message.run is None or not message.run.active:
+        return False
+    calls = {b.get("id") for b in message.content or []
+             if isinstance(b, dict) and b.get("type") == "tool_use"}
+    if not calls:
+        return False
+    answered = {b.get("tool_use_id")
+                for later in Message.objects.filter(conversation_id=message.conversation_id,
+                                                    position__gt=message.position)
+                for b in later.content or [] if isinstance(b, dict)
+                and b.get("type") == "tool_result"}
+    return not calls <= answered
 
 
 def conversation_fork(*, conversation: Conversation, membership: Membership,
@@ -57,8 +79,8 @@ def conversation_fork(*, conversation: Conversation, membership: Membership,
     """A new conversation in ``conversation``'s room (same title and agent mode) whose history
     is ``conversation``'s up to and including message ``message_id``. ApplicationError:
     ``forbidden`` (a viewer), ``not_found`` (no such message in this conversation),
-    ``conflict`` (the message is streaming, pending, stopped, an earlier version or compacted;
-    or the room is archived)."""
+    ``conflict`` (the message is streaming, pending, stopped, an earlier version or compacted,
+    or its tool calls are still open in an active run; or the room is archived)."""
     require_writer(membership)
     with transaction.atomic():
         point = _fork_point(conversation, message_id)

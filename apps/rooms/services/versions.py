@@ -51,9 +51,13 @@ def message_edit(*, conversation: Conversation, membership: Membership, message_
     The old message and
     everything after it become the earlier version. ApplicationError: ``not_found`` (no such
     message in this conversation), ``forbidden`` (a viewer, or someone else's message),
-    ``conflict`` (not the last message a person wrote, or a run is active), ``too_large``,
+    ``conflict`` (not the last message a person wrote, or a run is active), ``invalid``
+    (``text`` is blank: the socket's ``send`` refuses it too), ``too_large``,
     ``rate_limited``."""
     require_writer(membership)
+    if not text.strip():
+        raise ApplicationError(ErrorCode.INVALID,
+                               gettext("The new text is blank: write something."))
     require_fits(text)
     user = membership.user
     with transaction.atomic():

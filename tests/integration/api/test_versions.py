@@ -97,6 +97,28 @@ def test_a_message_still_being_written_or_waiting_cannot_be_forked(
     assert Conversation.objects.count() == 1
 
 
+def test_an_answer_whose_tool_call_awaits_approval_cannot_be_forked(
+        token_client, alice, conversation, exchange):
+    run = Run.objects.create(conversation=conversation, status=RunStatus.AWAITING_APPROVAL,
+                             started_by=alice)
+    asking = Message.objects.create(
+        conversation=conversation, role="assistant", position=5, run=run,
+        content=[{"type": "text", "text": "Let me write."},
+                 {"type": "tool_use", "id": "call-1", "name": "Write", "input": {}}])
+    response = _post(token_client(alice), f"/api/conversations/{conversation.pk}/fork",
+                     {"message_id": asking.pk})
+    assert response.status_code == 409
+    assert response.json() == {
+        "code": "conflict",
+        "message": "That answer's tool calls have not finished yet: fork once they have."}
+    assert Conversation.objects.count() == 1
+    Message.objects.create(conversation=conversation, role="tool", position=6, run=run, content=[
+        {"type": "tool_result", "tool_use_id": "call-1", "content": "denied"}])
+    answered = _post(token_client(alice), f"/api/conversations/{conversation.pk}/fork",
+                     {"message_id": asking.pk})
+    assert answered.status_code == 201, answered.content
+
+
 def test_forks_are_isolated_per_team_and_refused_to_viewers(
         token_client, carol, charlie, globex, conversation, exchange):
     from apps.rooms.models import Room
@@ -118,6 +140,18 @@ def test_forks_are_isolated_per_team_and_refused_to_viewers(
 
 
 # -- edit ----------------------------------------------------------------------------------------
+
+
+def test_a_blank_edit_is_refused_and_stores_nothing(token_client, alice, conversation, exchange):
+    response = _post(token_client(alice),
+                     f"/api/conversations/{conversation.pk}/messages/{exchange[0].pk}/edit",
+                     {"text": " \n\t "})
+    assert response.status_code == 400
+    assert response.json() == {"code": "invalid",
+                               "message": "The new text is blank: write something."}
+    assert Message.objects.filter(conversation=conversation).count() == len(exchange)
+    assert not Message.objects.filter(superseded_by__isnull=False).exists()
+    assert Run.objects.filter(conversation=conversation).count() == 1
 
 
 def test_editing_your_last_message_keeps_the_old_version_and_queues_a_run(
