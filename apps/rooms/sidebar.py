@@ -5,7 +5,8 @@ A row is ``{"id", "title", "running", "created_at"}`` (``running``: the conversa
 active run; ``created_at`` ISO 8601, the order of the list). A row changes rarely — a new
 conversation, a run queued or ended, a title — so each change is one small ``room.conversation``
 message to the room's group (:func:`apps.realtime.groups.room_group`), sent after commit with
-the row read afresh then; nothing is sent per token or per delta.
+the row read afresh then; nothing is sent per token or per delta. A conversation archived or
+deleted leaves the list through one ``room.conversation_removed`` message naming its id.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from django.db.models import Exists, OuterRef, QuerySet
 from apps.realtime.groups import room_group
 from apps.rooms.models import ACTIVE_RUN_STATUSES, Conversation, Run
 
-__all__ = ["SIDEBAR_KINDS", "SIDEBAR_LIMIT", "sidebar_changed_on_commit", "sidebar_rows"]
+__all__ = ["SIDEBAR_KINDS", "SIDEBAR_LIMIT", "sidebar_changed_on_commit",
+           "sidebar_removed_on_commit", "sidebar_rows"]
 
 SIDEBAR_LIMIT = 50
 """Rows the sidebar lists at most (the newest): the frame stays small in a busy room."""
@@ -61,3 +63,13 @@ def sidebar_changed_on_commit(conversation_id: int) -> None:
     outside one); the row is read then, so it is what was committed. A failure is logged,
     never raised: the write it follows has committed."""
     transaction.on_commit(lambda: _send(conversation_id), robust=True)
+
+
+def sidebar_removed_on_commit(room_id: int, conversation_id: int) -> None:
+    """Tell the room's sockets the conversation left the list (archived or deleted) once the
+    transaction commits (at once outside one); the room is passed in because a deleted
+    conversation can no longer be read then. A failure is logged, never raised."""
+    message = {"type": "room.conversation_removed", "conversation_id": conversation_id}
+    transaction.on_commit(
+        lambda: async_to_sync(get_channel_layer().group_send)(room_group(room_id), message),
+        robust=True)

@@ -4,7 +4,8 @@ Every socket of a room joins the room's group (:func:`apps.realtime.groups.room_
 tells it which conversation it watches, so the room knows who is in each conversation. A
 socket whose client sent a ``sidebar`` frame (the room page does) is *subscribed*: it gets the
 ``sidebar`` frame (the rows of :mod:`apps.rooms.sidebar`), then a ``sidebar_conversation``
-frame per row that changes and ``sidebar_presence`` frames. Others (scripts) get none of
+frame per row that changes, a ``sidebar_removed`` frame per conversation archived or deleted,
+and ``sidebar_presence`` frames. Others (scripts) get none of
 these, so what they read is unchanged.
 
 Presence here is the room-wide twin of :mod:`apps.rooms.presence` and reuses its
@@ -99,6 +100,12 @@ class SidebarWatch:
         if self.subscribed:
             await self._send_json({"type": "sidebar_conversation", "conversation": row})
 
+    async def removed(self, conversation_id: int) -> None:
+        """A conversation was archived or deleted
+        (:func:`apps.rooms.sidebar.sidebar_removed_on_commit`)."""
+        if self.subscribed:
+            await self._send_json({"type": "sidebar_removed", "conversation_id": conversation_id})
+
 
 class SidebarHandlers:
     """The room group's messages, for a consumer that has a :class:`SidebarWatch` as
@@ -118,3 +125,6 @@ class SidebarHandlers:
 
     async def room_conversation(self, message: dict[str, Any]) -> None:
         await self.sidebar.changed(message["conversation"])
+
+    async def room_conversation_removed(self, message: dict[str, Any]) -> None:
+        await self.sidebar.removed(message["conversation_id"])

@@ -13,7 +13,12 @@ from asgiref.sync import sync_to_async
 
 from apps.accounts.models import Team, User
 from apps.rooms.models import Conversation, Room
-from apps.rooms.services.rooms import conversation_create, conversation_rename
+from apps.rooms.services.rooms import (
+    conversation_archive,
+    conversation_create,
+    conversation_delete,
+    conversation_rename,
+)
 from tests.consumers.conftest import Client, connect, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,3 +133,24 @@ async def test_a_viewer_gets_the_sidebar_too(
     rows = (await carol_ws.until(lambda f: f["type"] == "sidebar"))["conversations"]
     assert [r["id"] for r in rows] == [conversation.pk]
     await carol_ws.close()
+
+
+async def test_an_archived_or_deleted_conversation_leaves_the_sidebar_live(
+        alice: User, bob: User, conversation: Conversation) -> None:
+    alice_ws = await watch(alice, conversation.pk)
+    await alice_ws.until(lambda f: f["type"] == "sidebar")
+    archived = await sync_to_async(conversation_create)(room=conversation.room,
+                                                        title="To archive", by=bob)
+    deleted = await sync_to_async(conversation_create)(room=conversation.room,
+                                                       title="To delete", by=bob)
+    await alice_ws.until(lambda f: f["type"] == "sidebar_conversation"
+                         and f["conversation"]["id"] == deleted.pk)
+
+    await sync_to_async(conversation_archive)(conversation=archived, by=bob)
+    frame = await alice_ws.until(lambda f: f["type"] == "sidebar_removed")
+    assert frame == {"type": "sidebar_removed", "conversation_id": archived.pk}
+    deleted_id = deleted.pk  # delete() clears it
+    await sync_to_async(conversation_delete)(conversation=deleted, by=bob)
+    frame = await alice_ws.until(lambda f: f["type"] == "sidebar_removed")
+    assert frame == {"type": "sidebar_removed", "conversation_id": deleted_id}
+    await alice_ws.close()

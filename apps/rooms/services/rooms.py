@@ -21,7 +21,7 @@ from apps.rooms.images import images_delete
 from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append
-from apps.rooms.sidebar import sidebar_changed_on_commit
+from apps.rooms.sidebar import sidebar_changed_on_commit, sidebar_removed_on_commit
 from apps.rooms.workspaces import workspace_delete, workspace_path
 
 __all__ = [
@@ -150,6 +150,7 @@ def conversation_archive(*, conversation: Conversation, by: User) -> Conversatio
     _writer(by, conversation.room.team_id, "conversation")
     conversation.archived = True
     conversation.save(update_fields=["archived", "updated_at"])
+    sidebar_removed_on_commit(conversation.room_id, conversation.pk)
     return conversation
 
 
@@ -173,6 +174,8 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
                               status__in=ACTIVE_RUN_STATUSES).exists():
             raise ApplicationError(ErrorCode.CONFLICT,
                                    _("A run is active: stop it before deleting the conversation."))
+        conversation_id = conversation.pk  # delete() clears the pk
         conversation.delete()
+        sidebar_removed_on_commit(conversation.room_id, conversation_id)
     transaction.on_commit(partial(workspace_delete, path), robust=True)
     transaction.on_commit(partial(images_delete, conversation.room.team_id, images), robust=True)

@@ -99,6 +99,7 @@ function start(root) {
         return;
       case "sidebar":
       case "sidebar_conversation":
+      case "sidebar_removed":
       case "sidebar_presence":
         sidebar.apply(frame);
         return;

@@ -1,8 +1,9 @@
 // The room's conversations beside the transcript (docs/protocol.md, "The sidebar"): newest
 // first, which are running, who is in each, the current one marked. The socket sends a
 // `sidebar` frame (every row) after the page subscribes, then `sidebar_conversation` (one row
-// changed) and `sidebar_presence` (who is where). These are rare frames: the list is drawn at
-// once, not through the transcript's animation-frame batching. On a narrow screen the list
+// changed), `sidebar_removed` (archived or deleted) and `sidebar_presence` (who is where).
+// These are rare frames: the list is drawn at once, not through the transcript's
+// animation-frame batching. On a narrow screen the list
 // folds behind the #sidebar-toggle button (room.css).
 
 const LIMIT = 50; // rows shown at most, as the server sends (apps/rooms/sidebar.py)
@@ -40,6 +41,8 @@ export class Sidebar {
       this.rows = new Map(frame.conversations.map((row) => [row.id, row]));
     } else if (frame.type === "sidebar_conversation") {
       this.rows.set(frame.conversation.id, frame.conversation);
+    } else if (frame.type === "sidebar_removed") {
+      this.rows.delete(frame.conversation_id);
     } else if (frame.type === "sidebar_presence") {
       this.present = frame.present;
     }
