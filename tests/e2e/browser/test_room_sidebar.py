@@ -68,11 +68,25 @@ def test_on_a_phone_the_sidebar_folds_behind_a_toggle(
     expect(toggle).to_be_visible()
     expect(toggle).to_have_attribute("aria-expanded", "false")
     expect(nav).to_be_hidden()
+    title = page.locator(".room-title").bounding_box()
+    assert title is not None and title["width"] > 200  # its own line, not a letter a line
+    badge = page.locator("#connection").bounding_box()
+    assert badge is not None and badge["x"] + badge["width"] <= 390  # not cut off
+    # A long transcript leaves the page scrolled to its end: the list must open into view,
+    # below the sticky room header, not behind it.
+    page.evaluate("document.body.style.paddingBottom = '3000px';"
+                  "window.scrollTo(0, document.body.scrollHeight)")
     toggle.click()
     expect(toggle).to_have_attribute("aria-expanded", "true")
     expect(nav).to_be_visible()
     box = nav.bounding_box()
     assert box is not None and box["width"] <= 390  # one column, no sideways scrolling
+    first_row = row(page, second).locator("a").bounding_box()
+    assert first_row is not None
+    on_top = page.evaluate(
+        "([x, y]) => !!document.elementFromPoint(x, y)?.closest('#conversation-nav')",
+        [first_row["x"] + first_row["width"] / 2, first_row["y"] + first_row["height"] / 2])
+    assert on_top, "the opened list is covered (or off screen)"
     row(page, second).locator("a").click()
     expect(page).to_have_url(confab_server.url + conversation_path(second))
     expect(page.locator("#conversation-nav")).to_be_hidden()  # folded again on the new page

@@ -15,6 +15,7 @@ function newestFirst(a, b) {
 export class Sidebar {
   /** @param {HTMLElement} root  the #room element (holds #conversation-nav and the toggle) */
   constructor(root) {
+    this.root = root;
     this.nav = root.querySelector("#conversation-nav");
     this.list = root.querySelector("#conversation-list");
     this.toggle = root.querySelector("#sidebar-toggle");
@@ -32,6 +33,12 @@ export class Sidebar {
   setOpen(open) {
     this.toggle.setAttribute("aria-expanded", String(open));
     this.nav.classList.toggle("open", open);
+    if (!open) return;
+    // On a phone the list opens above the transcript, which is usually scrolled to its end:
+    // bring it into view just below the sticky room header instead of behind it.
+    const header = this.root.querySelector(".room-header");
+    this.nav.style.scrollMarginTop = `${header ? header.offsetHeight : 0}px`;
+    this.nav.scrollIntoView({ block: "start" });
   }
 
   /** Apply a `sidebar`, `sidebar_conversation` or `sidebar_presence` frame and redraw. */
@@ -64,6 +71,7 @@ export class Sidebar {
     const title = document.createElement("span");
     title.className = "nav-title";
     title.textContent = row.title;
+    title.title = row.title; // clipped to one line (finding.css): the whole title on hover
     link.append(title);
     if (row.running) {
       const running = document.createElement("span");
