@@ -37,7 +37,10 @@ function who(author, me) {
 export function describe(frame, mode, page) {
   if (frame.type === "wiki_page") {
     if (!page.path || frame.path !== page.path) return null;
-    if ((frame.blob || "") === (page.blob || "")) return null;
+    // A page that shows no version of its own (history, diff, rename) has nothing the state
+    // frame could contradict; it hears of real changes by their wiki_changed events.
+    if (page.blob === null) return null;
+    if ((frame.blob || "") === page.blob) return null;
     if (!frame.blob) return [gettext("This page was deleted since you opened it.")];
     return [gettext("This page was changed by "), who(frame.author, page.me),
             gettext(" since you opened it. "), ...followUp(mode, page)];

@@ -11,7 +11,7 @@ function start(root) {
   const banner = root.querySelector("#wiki-live");
   const page = {
     path: root.dataset.path || "",
-    blob: root.dataset.blob || "",
+    blob: root.dataset.blob ?? null, // null: this page (history, diff, …) shows no version
     commit: root.dataset.commit || "",
     me: root.dataset.me || "",
     teamId: root.dataset.teamId,
