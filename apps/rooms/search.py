@@ -60,7 +60,7 @@ class SearchHit:
 
 
 def _clean(query: str) -> str:
-    text = " ".join(query.split())
+    text = query.strip()  # inner spaces kept: the stored text keeps its own (a literal match)
     if not text:
         raise ApplicationError(ErrorCode.INVALID, gettext("Search for at least one character."))
     if len(text) > QUERY_MAX_CHARS:
@@ -101,7 +101,7 @@ def search(*, user: User, query: str, team_id: int | None = None, limit: int = 2
     """The hits for ``query`` among what ``user`` may see (of one team if ``team_id``) and how
     many there are in all: titles first (newest conversation first), then messages (newest
     first); ``limit`` hits from ``offset``. ``invalid`` for a blank query or one longer than
-    :data:`QUERY_MAX_CHARS` once its spaces are collapsed."""
+    :data:`QUERY_MAX_CHARS` once stripped; inner spaces match literally."""
     text = _clean(query)
     conversations = _visible(user, team_id)
     titles = (conversations.filter(title__icontains=text).select_related("room__team")

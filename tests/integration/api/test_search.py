@@ -62,6 +62,8 @@ def test_titles_and_text_are_found_with_cjk_substrings_and_open_at_the_message(
     assert budget[0]["snippet"][slice(*budget[0]["highlight"])] == "quarterly BUDGET"
     assert tool.pk not in {h["message"]["id"] for h in found(client, "柏林")["items"]
                            if h["message"]}  # a tool call's arguments are not what was said
+    spaced = said(conversation, "keep  two spaces")
+    assert [h["message"]["id"] for h in found(client, " keep  two ")["items"]] == [spaced.pk]
 
 
 def test_another_teams_conversations_never_appear(
