@@ -43,11 +43,18 @@ def _row(conversation: Conversation) -> Row:
             "running": conversation.running, "created_at": conversation.created_at.isoformat()}
 
 
-def sidebar_rows(room_id: int) -> list[Row]:
+def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row], bool]:
     """The room's conversations that are not archived, newest first, at most
-    :data:`SIDEBAR_LIMIT`. The caller has checked the person is in the room's team."""
+    :data:`SIDEBAR_LIMIT` — and the conversation ``current_id`` after them when it is older —
+    and whether the room has more than those. The caller has checked the person is in the
+    room's team."""
     rows = _rows(Conversation.objects.filter(room_id=room_id, archived=False))
-    return [_row(c) for c in rows[:SIDEBAR_LIMIT]]
+    shown = [_row(c) for c in rows[:SIDEBAR_LIMIT + 1]]
+    more = len(shown) > SIDEBAR_LIMIT
+    shown = shown[:SIDEBAR_LIMIT]
+    if current_id is not None and all(row["id"] != current_id for row in shown):
+        shown += [_row(c) for c in rows.filter(pk=current_id)]
+    return shown, more
 
 
 def _send(conversation_id: int) -> None:

@@ -80,8 +80,9 @@ class SidebarWatch:
     async def subscribe(self) -> None:
         """The client shows the sidebar: send the rows and who is where, then changes."""
         self.subscribed = True
-        rows = await database_sync_to_async(sidebar_rows)(self.room_id)
-        await self._send_json({"type": "sidebar", "conversations": rows})
+        rows, more = await database_sync_to_async(sidebar_rows)(
+            self.room_id, self.me["conversation_id"])
+        await self._send_json({"type": "sidebar", "conversations": rows, "more": more})
         await self._send_json(self.roster.frame())
 
     async def _tell(self, kind: str) -> None:

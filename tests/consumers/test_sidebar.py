@@ -19,6 +19,7 @@ from apps.rooms.services.rooms import (
     conversation_delete,
     conversation_rename,
 )
+from apps.rooms.sidebar import SIDEBAR_LIMIT
 from tests.consumers.conftest import Client, connect, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -153,4 +154,17 @@ async def test_an_archived_or_deleted_conversation_leaves_the_sidebar_live(
     await sync_to_async(conversation_delete)(conversation=deleted, by=bob)
     frame = await alice_ws.until(lambda f: f["type"] == "sidebar_removed")
     assert frame == {"type": "sidebar_removed", "conversation_id": deleted_id}
+    await alice_ws.close()
+
+
+async def test_the_conversation_you_are_in_is_listed_even_past_the_newest_fifty(
+        alice: User, conversation: Conversation) -> None:
+    room = conversation.room
+    await sync_to_async(Conversation.objects.bulk_create)(
+        [Conversation(room=room, title=f"Newer {n}") for n in range(SIDEBAR_LIMIT)])
+    alice_ws = await watch(alice, conversation.pk)  # "Plans", now the oldest of 51
+    frame = await alice_ws.until(lambda f: f["type"] == "sidebar")
+    ids = [r["id"] for r in frame["conversations"]]
+    assert len(ids) == SIDEBAR_LIMIT + 1 and ids[-1] == conversation.pk  # after the newest 50
+    assert frame["more"] is True  # the room has more than the list's 50
     await alice_ws.close()

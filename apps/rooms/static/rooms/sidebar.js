@@ -18,6 +18,8 @@ export class Sidebar {
     this.root = root;
     this.nav = root.querySelector("#conversation-nav");
     this.list = root.querySelector("#conversation-list");
+    this.more = root.querySelector("#conversation-more");
+    this.hasMore = false; // the room has more conversations than the newest LIMIT
     this.toggle = root.querySelector("#sidebar-toggle");
     this.current = Number(root.dataset.conversationId);
     this.urlPattern = this.nav ? this.nav.dataset.conversationUrl : "";
@@ -46,6 +48,7 @@ export class Sidebar {
     if (!this.list) return;
     if (frame.type === "sidebar") {
       this.rows = new Map(frame.conversations.map((row) => [row.id, row]));
+      this.hasMore = Boolean(frame.more);
     } else if (frame.type === "sidebar_conversation") {
       this.rows.set(frame.conversation.id, frame.conversation);
     } else if (frame.type === "sidebar_removed") {
@@ -57,8 +60,12 @@ export class Sidebar {
   }
 
   render() {
-    const rows = [...this.rows.values()].sort(newestFirst).slice(0, LIMIT);
+    const sorted = [...this.rows.values()].sort(newestFirst);
+    const rows = sorted.slice(0, LIMIT);
+    const current = this.rows.get(this.current);
+    if (current && !rows.includes(current)) rows.push(current); // never lose where you are
     this.list.replaceChildren(...rows.map((row) => this.item(row)));
+    if (this.more) this.more.hidden = !(this.hasMore || sorted.length > LIMIT);
   }
 
   item(row) {
