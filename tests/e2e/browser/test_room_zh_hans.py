@@ -39,6 +39,15 @@ def test_the_room_speaks_chinese_to_a_chinese_browser(confab_server: ConfabServe
         expect(room.run_status).to_have_text("已完成")
         expect(room.messages("assistant").last.locator(".author")).to_have_text("智能体")
         docs_screenshot(page, "room-zh-hans")
+        # The engine states its approval reason in English; the room says it in Chinese.
+        room.send(json.dumps({"script": [
+            {"tool_call": {"name": "Bash", "arguments": {"command": "echo hi > out.txt"}}},
+            {"text": "好的。"}]}))
+        card = page.locator(".tool-card").last
+        expect(card.locator(".tool-reason")).to_have_text(
+            "按团队的工具策略，Bash 需要一位成员审批。")
+        card.locator('button[data-action="deny"]').click()
+        expect(room.run_status).to_have_text("已完成")
         # What issue 15 added to the room speaks Chinese too: the mode switch (the template),
         # its notice and "Ask the agent" (the JavaScript catalog).
         expect(page.locator("label.agent-mode")).to_contain_text("智能体回复")

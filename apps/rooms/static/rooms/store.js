@@ -31,6 +31,15 @@ export function personName(person) {
   return person && person.name ? person.name : gettext("someone");
 }
 
+// The engine cannot import Django, so it states its one approval reason in English
+// (apps/engine/tools/executor.py, _approve); the room says that sentence in its own language.
+function approvalReason(wait) {
+  const policy = `${wait.name} needs a member's approval under the team's tool policy.`; // i18n: not prose
+  if (wait.reason !== policy) return wait.reason || "";
+  return interpolate(gettext("%(tool)s needs a member's approval under the team's tool policy."),
+                     { tool: wait.name }, true);
+}
+
 export class Store {
   constructor(you, pageEnd = null) {
     this.you = you; // {id, name, role}: from the page, then from the state frame
@@ -386,7 +395,7 @@ export class Store {
     const call = this._call(wait.call_id, wait.name, wait.parent_call_id);
     if (!call.args) call.args = wait.arguments;
     call.status = "waiting";
-    call.reason = wait.reason || "";
+    call.reason = approvalReason(wait);
     this.approvals.set(wait.call_id, wait);
   }
 
