@@ -5,7 +5,7 @@ activated per request; the wiki's "last changed" shows it instead of a fixed "UT
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import formats, translation
 
 from apps.accounts.models import Team, User
+from apps.rooms.models import Conversation, Room
 from apps.wiki.rendering import page_url
 from apps.wiki.services import page_save
 from tests.integration.i18n.test_language import CHINESE, ENGLISH, signed_in
@@ -76,3 +77,16 @@ def test_an_unknown_zone_is_refused_and_nothing_changes(alice: User) -> None:
     alice.refresh_from_db()
     assert alice.time_zone == "Europe/Berlin"
     assert "Mars/Olympus" in refused  # the form's refusal names the bad choice
+
+
+def test_the_room_list_shows_dates_in_the_persons_zone_and_locale(alice: User,
+                                                                   acme: Team) -> None:
+    room = Room.objects.create(team=acme, name="General", created_by=alice)
+    started = Conversation.objects.create(room=room, title="Plans", created_by=alice)
+    alice.time_zone, alice.language = "Asia/Shanghai", "zh-hans"
+    alice.save()
+    page = signed_in(alice).get(reverse("rooms:room_list")).content.decode()
+    there = started.created_at.astimezone(timezone(timedelta(hours=8)))
+    with translation.override("zh-hans"):
+        written = formats.date_format(there, "SHORT_DATETIME_FORMAT")
+    assert f'">{written}</time>' in page
