@@ -4,28 +4,19 @@ by the state frame every socket gets on connect; a page that shows a version sti
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
-LIVE = Path(__file__).resolve().parents[2] / "apps/wiki/static/wiki/live.js"
+from tests.unit.rooms.node import run_js
+
+WIKI_STATIC = Path(__file__).resolve().parents[2] / "apps/wiki/static/wiki"
+STATE = {"type": "wiki_page", "path": "Notes.md", "blob": "b1", "commit": "c1", "author": "Alice"}
 
 
 def describe(frame: dict, mode: str, page: dict) -> object:
-    node = shutil.which("node")
-    assert node, "node is not installed: the wiki's JavaScript unit tests need it"
-    source = ("globalThis.gettext = (s) => s;\n"
-              f"const {{ describe }} = await import({json.dumps(LIVE.as_uri())});\n"
-              f"process.stdout.write(JSON.stringify(describe({json.dumps(frame)}, "
-              f"{json.dumps(mode)}, {json.dumps(page)})));\n")
-    done = subprocess.run([node, "--input-type=module", "-e", source], capture_output=True,
-                          text=True, timeout=30, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-STATE = {"type": "wiki_page", "path": "Notes.md", "blob": "b1", "commit": "c1", "author": "Alice"}
+    return run_js("live.js", "{ describe }",
+                  "globalThis.gettext = (s) => s;\n"  # called at run time, not at import
+                  "output(describe(input.frame, input.mode, input.page));",
+                  {"frame": frame, "mode": mode, "page": page}, static=WIKI_STATIC)
 
 
 def test_a_page_without_a_version_of_its_own_gets_no_banner_from_the_state_frame() -> None:

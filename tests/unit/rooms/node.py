@@ -1,4 +1,5 @@
-"""Runs the room's plain JavaScript modules (no DOM, no gettext) in node, for unit tests."""
+"""Runs our plain JavaScript modules (no DOM; gettext only if the body defines it) in node, for
+unit tests."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import Any
 STATIC = Path(__file__).resolve().parents[3] / "apps/rooms/static/rooms"
 
 
-def run_js(module: str, names: str, body: str, data: Any) -> Any:
-    """Import ``names`` (``"{ a, b }"``) from ``rooms/<module>``, run ``body`` with ``input``
-    bound to ``data`` (JSON on stdin), and return what it passes to ``output(...)``."""
+def run_js(module: str, names: str, body: str, data: Any, *, static: Path = STATIC) -> Any:
+    """Import ``names`` (``"{ a, b }"``) from ``<static>/<module>`` (the room's scripts unless
+    told), run ``body`` with ``input`` bound to ``data`` (JSON on stdin), and return what it
+    passes to ``output(...)``."""
     node = shutil.which("node")
     assert node, "node is not installed: the room's JavaScript unit tests need it"
-    source = (f"import {names} from {json.dumps((STATIC / module).as_uri())};\n"
+    source = (f"import {names} from {json.dumps((static / module).as_uri())};\n"
               "let text = '';\n"
               "for await (const chunk of process.stdin) text += chunk;\n"
               "const input = JSON.parse(text);\n"
