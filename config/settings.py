@@ -161,10 +161,17 @@ if REDIS_URL:
             # of 5 s an idle layer times out and closes sockets (redis/redis-py#4091).
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                        "capacity": 1500, "expiry": 60},
-        }
+        },
+        # Conversation and room groups: one PUBLISH per message, one delivery per process
+        # (apps/realtime/broadcast.py).
+        "broadcast": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+        },
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"},
+                      "broadcast": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # The cache holds the login throttle's counters: shared by every process when Redis is there.
 if REDIS_URL:

@@ -9,6 +9,11 @@ fresh state frame replaces the replay: it costs what a connect costs, however lo
 The tail is repaired too (:mod:`apps.rooms.tail`): a high-water mark from the run's host, or
 the socket's own look at the store when its group has been quiet, fetches a last event the
 layer dropped; either ends in an ``hwm`` frame.
+
+The conversation's and the room's broadcasts reach the socket through this process's fanouts
+(:mod:`apps.rooms.fanout`), not through its own channel: they land in the socket's inbox, which
+one task of the socket's reads in order. The socket's own channel (the default layer) hears only
+what concerns its person (a membership or credentials change).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from apps.accounts.models import Membership
 from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.clock import MONOTONIC, Clock
+from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.event_frame import event_frame
 from apps.realtime.frames import (
     WRITE_FRAMES,
@@ -53,13 +59,13 @@ from apps.realtime.frames import (
     parse_client_frame,
 )
 from apps.realtime.groups import conversation_group, user_group
-from apps.realtime.live import dispatch_live
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.attachments import read_attachments
+from apps.rooms.fanout import ConversationFanout, Fanout, fanouts
 from apps.rooms.history import messages_page
 from apps.rooms.images import images_attached
 from apps.rooms.models import Conversation
-from apps.rooms.presence import Roster, Throttle
+from apps.rooms.presence import Throttle
 from apps.rooms.prompts import expand_prompt, team_prompts
 from apps.rooms.selectors import conversation_for, member_conversation
 from apps.rooms.services.configure import conversation_configure
@@ -97,23 +103,71 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
     last_seq: int = 0
     joined: bool = False
     tail: TailWatch
+    fanout: Fanout | None = None
     _watching: asyncio.Task[None] | None = None
+    _reading: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         try:
             await super().__call__(scope, receive, send)
         finally:  # however the socket ended
-            if self._watching is not None:
-                self._watching.cancel()
-            if self.joined:
-                self.roster.close()
-                self.sidebar.close()
+            for task in (self._watching, self._reading):
+                if task is not None:
+                    task.cancel()
+            await self._leave()
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        if self.joined and not message["type"].startswith(("websocket.", "conv.")):
-            self.tail.heard_other()  # a busy inbox is one that can overflow
-        if not await dispatch_live(self, message):  # live frames: no database hop each
-            await super().dispatch(message)
+    # -- the fanouts' messages (apps.rooms.fanout.Watcher) -------------------------------------
+    def deliver(self, message: dict[str, Any]) -> None:
+        """A broadcast for this socket: queued for :meth:`_read_inbox`."""
+        self._inbox.put_nowait(message)
+
+    def lost(self) -> None:
+        """The process's channel in a group failed: close, so the client reconnects and
+        repairs from the store."""
+        self._inbox.put_nowait({"type": "local.lost"})
+
+    async def _read_inbox(self) -> None:
+        """Handle the inbox in order, until the socket ends (a failure closes it: 1011)."""
+        try:
+            while True:
+                message = await self._inbox.get()
+                async with self._turn:
+                    if not await self._handle(message):
+                        return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("conversation %s: a broadcast could not be sent",
+                             self.conversation_id)
+            await self.close(code=1011)
+
+    async def _handle(self, message: dict[str, Any]) -> bool:
+        """Handle one inbox message; False when the socket closes."""
+        kind = message["type"]
+        if kind == "conv.event":
+            await self.conv_event(message)
+        elif kind == "conv.hwm":
+            await self.conv_hwm(message)
+        elif kind == "local.frame":  # presence or typing: text encoded once
+            self.tail.heard_other()
+            await self.send(text_data=message["text"])
+        elif kind == "room.conversation":
+            await self.room_conversation(message)
+        elif kind == "room.conversation_removed":
+            await self.room_conversation_removed(message)
+        elif kind == "local.lost":
+            await self.close(code=1011)
+            return False
+        return True
+
+    async def _leave(self) -> None:
+        """Stop watching the conversation's and the room's groups (idempotent)."""
+        fanout, self.fanout = self.fanout, None
+        if fanout is not None:
+            await fanouts().unwatch(fanout, self)
+        if self.joined:
+            await self.sidebar.stop()
 
     # -- connect / disconnect ----------------------------------------------------------------
     async def connect(self) -> None:
@@ -131,38 +185,36 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         self.conversation_id, self.team_id = conversation.pk, conversation.room.team_id
         self.me = {"id": user.pk, "name": user.shown_name}
         conf = settings.CONFAB
-        self.roster = Roster(self.clock, conf["PRESENCE_INTERVAL_S"],
-                             me=(self.channel_name, self.me), send_frame=self.send_json,
-                             announce=self._here)
+        interval_s = conf["PRESENCE_INTERVAL_S"]
         self.typing = Throttle(self.clock, conf["TYPING_INTERVAL_S"])
         self.tail = TailWatch(self.clock, settings.CONFAB["TAIL_CHECK_S"], run_open=False)
         self._log_lock = asyncio.Lock()  # live events, marks and tail checks send in turn
-        await self.channel_layer.group_add(conversation_group(self.conversation_id),
-                                           self.channel_name)
+        self._turn = asyncio.Lock()  # the client's frames and the inbox take turns
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         self.sidebar = SidebarWatch(
-            self.channel_layer, self.channel_name, room_id=conversation.room_id,
-            conversation_id=conversation.pk, me=self.me, clock=self.clock,
-            interval_s=conf["PRESENCE_INTERVAL_S"], send_json=self.send_json)
-        await self.sidebar.start()
+            self, room_id=conversation.room_id, conversation_id=conversation.pk, me=self.me,
+            clock=self.clock, interval_s=interval_s, send_json=self.send_json)
         self.joined = True
+        # Watching starts before the catch-up reads the store, and the inbox is read after
+        # it: an event stored meanwhile is in one or the other (seqs drop the doubles).
+        self.fanout = await fanouts().watch(
+            conversation_group(self.conversation_id),
+            lambda: ConversationFanout(broadcast_layer(), conversation_group(self.conversation_id),
+                                       clock=self.clock, interval_s=interval_s), self, self.me)
+        await self.sidebar.start()
         after_seq = self._after_seq()
         if after_seq is not None:  # nobody has seen beyond the log: a higher value is a mistake
             after_seq = min(after_seq, conversation.last_seq)
         await self._catch_up(after_seq, membership, conversation)
-        await self._announce()
+        self._reading = asyncio.create_task(self._read_inbox(), name="conversation-inbox")
         self._watching = asyncio.create_task(self._watch_tail(), name="conversation-tail")
         ensure_sweeper()
 
     async def disconnect(self, code: int) -> None:
         if not self.joined:
             return
-        group = conversation_group(self.conversation_id)
-        await self.channel_layer.group_send(group, {"type": "presence.leave",
-                                                    "channel": self.channel_name})
-        await self.channel_layer.group_discard(group, self.channel_name)
+        await self._leave()
         await self.channel_layer.group_discard(user_group(self.me["id"]), self.channel_name)
-        await self.sidebar.stop()
 
     def _after_seq(self) -> int | None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -264,6 +316,10 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not self.joined:
             return
+        async with self._turn:  # a frame's answer (an ack) goes out before what it caused
+            await self._frame(content)
+
+    async def _frame(self, content: Any) -> None:
         sent = _send_client_id(content)
         try:
             frame = parse_client_frame(content)
@@ -351,8 +407,8 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             case SidebarFrame():
                 await self.sidebar.subscribe()
             case TypingFrame():  # past the throttle in receive_json
-                await self.channel_layer.group_send(conversation_group(self.conversation_id),
-                                                    {"type": "presence.typing", "user": self.me})
+                await broadcast_layer().group_send(conversation_group(self.conversation_id),
+                                                   {"type": "presence.typing", "user": self.me})
 
     async def _error(self, error: ApplicationError, client_id: str | None = None) -> None:
         """The refusal as an ``error`` frame; one of a ``send`` names its ``client_id``, so
@@ -387,29 +443,6 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         """The person's credentials changed: close if this socket's no longer sign it in."""
         if not await credentials_hold(self.scope, ended_session=message["ended_session"]):
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
-
-    # -- presence (ephemeral: no seq, not in the log; coalesced by apps.rooms.presence) -----
-    async def _announce(self) -> None:
-        await self.channel_layer.group_send(conversation_group(self.conversation_id), {
-            "type": "presence.join", "channel": self.channel_name, "user": self.me})
-
-    async def _here(self) -> None:
-        """Tell the group (who joined lately) that this socket is watching."""
-        await self.channel_layer.group_send(conversation_group(self.conversation_id), {
-            "type": "presence.here", "channel": self.channel_name, "user": self.me})
-
-    async def presence_join(self, message: dict[str, Any]) -> None:
-        await self.roster.joined(message["channel"], message["user"],
-                                 answer=message["channel"] != self.channel_name)
-
-    async def presence_here(self, message: dict[str, Any]) -> None:
-        await self.roster.joined(message["channel"], message["user"], answer=False)
-
-    async def presence_leave(self, message: dict[str, Any]) -> None:
-        await self.roster.left(message["channel"])
-
-    async def presence_typing(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "presence", "typing": message["user"]})
 
 
 def _send_client_id(content: Any) -> str | None:

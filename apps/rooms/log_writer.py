@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.db import transaction
 
+from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import EventEnvelope, conversation_group
 from apps.realtime.outage import send_or_drop
 from apps.rooms.models import Message
@@ -107,7 +107,7 @@ async def _broadcast(batches: list[_Batch]) -> None:
     group = conversation_group(batches[0].conversation_id)
     for batch in batches:
         try:
-            await send_or_drop(get_channel_layer().group_send, group,
+            await send_or_drop(broadcast_layer().group_send, group,
                                [dict(envelope) for envelope in batch.envelopes])
         except Exception as exc:  # not an outage: the run ends visibly
             batch.done.set_exception(exc)

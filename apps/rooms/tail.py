@@ -24,9 +24,9 @@ layer dropped. With a healthy layer the host's marks keep the group from being q
 from __future__ import annotations
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 
 from apps.engine.clock import Clock
+from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import HwmEnvelope, conversation_group
 from apps.rooms.services.events import events_last_seq
 
@@ -79,5 +79,5 @@ async def hwm_publish(conversation_id: int) -> int:
     it. At most once, like every group message: the sockets' own checks back it up."""
     seq = await database_sync_to_async(events_last_seq)(conversation_id)
     mark: HwmEnvelope = {"type": "conv.hwm", "seq": seq}
-    await get_channel_layer().group_send(conversation_group(conversation_id), dict(mark))
+    await broadcast_layer().group_send(conversation_group(conversation_id), dict(mark))
     return seq

@@ -8,10 +8,10 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.db import transaction
 
 from apps.accounts.models import User
+from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import conversation_group
 from apps.rooms.models import ConversationEvent
 from apps.rooms.services.events import event_envelope, events_store
@@ -42,7 +42,7 @@ async def test_every_watcher_sends_the_group_messages_frame_as_it_is(
     envelope = dict(event_envelope(row))
     # Compact separators: only a socket that sends the writer's text as it is sends these.
     envelope["frame"] = json.dumps(json.loads(envelope["frame"]), separators=(",", ":"))
-    await get_channel_layer().group_send(conversation_group(conversation.pk), envelope)
+    await broadcast_layer().group_send(conversation_group(conversation.pk), envelope)
     assert await next_event_text(a) == envelope["frame"]
     assert await next_event_text(b) == envelope["frame"]
     await a.close()
@@ -53,7 +53,7 @@ async def test_a_replayed_event_is_the_text_a_watcher_got_live(alice: User, conv
                                                                 ) -> None:
     watcher, _ = await connect(alice, conversation.pk)
     row = await sync_to_async(store)(conversation.pk, "Plans, again")
-    await get_channel_layer().group_send(conversation_group(conversation.pk),
+    await broadcast_layer().group_send(conversation_group(conversation.pk),
                                          dict(event_envelope(row)))
     live = await next_event_text(watcher)
     late, replayed = await connect(alice, conversation.pk, after_seq=0)

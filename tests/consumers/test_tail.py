@@ -15,6 +15,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import channel_layers
 
 from apps.accounts.models import User
+from apps.realtime.broadcast import BROADCAST
 from apps.realtime.groups import conversation_group
 from apps.rooms.consumers import ConversationConsumer
 from apps.rooms.host import RunHost
@@ -102,15 +103,20 @@ AFTER_END = 300  # relays still sent once the run has ended
 
 @pytest.fixture
 async def redis_layer(settings, redis_url: str) -> AsyncIterator[None]:
-    """channels-redis on the session's Redis with a tiny capacity: a flood overflows it."""
-    settings.CHANNEL_LAYERS = {"default": {
+    """channels-redis's core layer on the session's Redis with a tiny capacity, as the default
+    and as the broadcast layer: a flood of the conversation's group overflows the channel the
+    process reads the group with (any layer can be the broadcast layer; this one drops)."""
+    prefix = f"tail-{uuid.uuid4().hex[:8]}"
+    settings.CHANNEL_LAYERS = {alias: {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [redis_url], "capacity": CAPACITY,
-                   "prefix": f"tail-{uuid.uuid4().hex[:8]}"}}}
+        "CONFIG": {"hosts": [{"address": redis_url, "socket_timeout": 30}],  # as settings
+                   "capacity": CAPACITY, "prefix": f"{prefix}-{alias}"}}
+        for alias in ("default", BROADCAST)}
     channel_layers.backends.clear()
     yield
-    await channel_layers["default"].flush()
-    await channel_layers["default"].close_pools()
+    for alias in ("default", BROADCAST):
+        await channel_layers[alias].flush()
+        await channel_layers[alias].close_pools()
 
 
 class Flood:
@@ -127,7 +133,7 @@ class Flood:
         self._tasks = [asyncio.create_task(self._send()) for _ in range(FLOODERS)]
 
     async def _send(self) -> None:
-        layer = channel_layers["default"]
+        layer = channel_layers[BROADCAST]
         while self._stop_at is None or self.sent < self._stop_at:
             await layer.group_send(self.group, self.relay)
             self.sent += 1

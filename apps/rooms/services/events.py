@@ -14,9 +14,9 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Max
 
+from apps.realtime.broadcast import broadcast_on_commit
 from apps.realtime.event_frame import event_frame
 from apps.realtime.groups import EventEnvelope, conversation_group
-from apps.realtime.publish import group_send_on_commit
 from apps.rooms.models import Conversation, ConversationEvent, Message
 from apps.rooms.sidebar import SIDEBAR_KINDS, sidebar_changed_on_commit
 
@@ -96,7 +96,7 @@ def events_append(conversation_id: int, events: Iterable[tuple[str, dict[str, An
         rows = events_store(conversation_id, events, run_id=run_id)
         group = conversation_group(conversation_id)
         for row in rows:
-            group_send_on_commit(group, dict(event_envelope(row)))
+            broadcast_on_commit(group, dict(event_envelope(row)))
         if any(row.kind in SIDEBAR_KINDS for row in rows):  # the room's sidebar shows it
             sidebar_changed_on_commit(conversation_id)
     return rows

@@ -18,6 +18,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from apps.accounts.models import Membership, Team, User
+from apps.realtime.broadcast import BROADCAST, broadcast_layer
 from apps.realtime.groups import RUN_CHANNEL, conversation_group
 from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run, RunStatus
@@ -31,12 +32,15 @@ CONFAB = __import__("django.conf").conf.settings.CONFAB
 
 @pytest.fixture
 def redis(settings) -> Iterator[RedisServer]:
-    """The default channel layer on a Redis of the test's own (killing it spares the
-    session's)."""
+    """The default and the broadcast channel layers, as settings make them, on a Redis of the
+    test's own (killing it spares the session's)."""
     with RedisServer() as server:
-        settings.CHANNEL_LAYERS = {"default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": server.url, "socket_timeout": 30}]}}}
+        hosts = [{"address": server.url, "socket_timeout": 30}]
+        settings.CHANNEL_LAYERS = {
+            "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                        "CONFIG": {"hosts": hosts}},
+            BROADCAST: {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                        "CONFIG": {"hosts": hosts}}}
         channel_layers.backends.clear()
         yield server
     channel_layers.backends.clear()
@@ -60,14 +64,14 @@ async def test_a_flush_while_the_layer_is_down_is_stored_and_the_run_goes_on(
     assert [(e.seq, e.payload["text"]) async for e in ConversationEvent.objects.filter(
         conversation=conversation).order_by("seq")] == [(1, "a"), (2, "b")]
     redis.revive()
-    layer = get_channel_layer()
+    layer = broadcast_layer()
     channel = await layer.new_channel()
     await layer.group_add(conversation_group(conversation.pk), channel)
     await log_writer().write(conversation.pk, run.pk, [delta("c")], {})
     heard = await asyncio.wait_for(layer.receive(channel), 10)
     frame = json.loads(heard["frame"])  # the frame the writer encoded once for every watcher
     assert (heard["seq"], frame["seq"], frame["event"]["text"]) == (3, 3, "c")  # seq-exact
-    await layer.close_pools()
+    await layer.flush()
 
 
 @override_settings(CONFAB={**CONFAB, "CLAIM_TIMEOUT_S": 20, "MAX_DISPATCHES": 3})

@@ -9,9 +9,10 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import channel_layers, get_channel_layer
+from channels.layers import channel_layers
 
 from apps.accounts.models import Team, User
+from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import conversation_group
 from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Conversation, ConversationEvent, Room, Run
@@ -42,7 +43,7 @@ def delta(text: str) -> tuple[str, dict]:
 async def test_concurrent_flushes_are_stored_then_broadcast_in_seq_order(
         acme: Team, alice: User) -> None:
     convs = await conversations(acme, alice, 3)
-    layer = get_channel_layer()
+    layer = broadcast_layer()
     channel = await layer.new_channel()
     for conversation_id, _ in convs:
         await layer.group_add(conversation_group(conversation_id), channel)

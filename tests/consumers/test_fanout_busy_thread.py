@@ -1,7 +1,7 @@
-"""Live group messages reach the socket without a trip to the database thread (issue 20):
-channels' ``dispatch`` awaits ``aclose_old_connections()`` (the process's one database thread)
-before every message; a conversation socket's live frames skip it, so they do not wait behind
-that thread's other work (a join's state, a ``send``)."""
+"""Broadcasts reach the socket without a trip to the database thread (issue 20): channels'
+``dispatch`` awaits ``aclose_old_connections()`` (the process's one database thread) before every
+message; the conversation's broadcasts come through the process's fanout and the socket's inbox
+instead, so they do not wait behind that thread's other work (a join's state, a ``send``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import threading
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.db import transaction
 
 from apps.accounts.models import User
+from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import conversation_group
 from apps.rooms.models import ConversationEvent
 from apps.rooms.services.events import event_envelope, events_store
@@ -44,10 +44,10 @@ async def test_live_frames_go_out_while_the_database_thread_is_busy(
     busy = asyncio.create_task(sync_to_async(release.wait)())  # holds the database thread
     try:
         group = conversation_group(conversation.pk)
-        await get_channel_layer().group_send(group, dict(event_envelope(row)))
+        await broadcast_layer().group_send(group, dict(event_envelope(row)))
         event = await frame_of_type(watcher, "event")
         assert (event["seq"], event["event"]["kind"]) == (row.seq, "title_changed")
-        await get_channel_layer().group_send(group, {"type": "presence.typing",
+        await broadcast_layer().group_send(group, {"type": "presence.typing",
                                                      "user": {"id": 0, "name": "Bob"}})
         assert (await frame_of_type(watcher, "presence"))["typing"]["name"] == "Bob"
     finally:

@@ -1,0 +1,45 @@
+"""The broadcast layer: what every socket of a conversation or a room hears (issue 20).
+
+Conversation and room groups (:func:`~apps.realtime.groups.conversation_group`,
+:func:`~apps.realtime.groups.room_group`) live on a channel layer of their own, the
+``broadcast`` alias of ``CHANNEL_LAYERS``: with Redis, channels-redis's pub/sub layer, where a
+group message is one ``PUBLISH`` that reaches each subscribed process once (the core layer costs
+four round trips per group message and one more per process that receives it); without Redis,
+an in-memory layer of the one process. Each process joins those groups once
+(:mod:`apps.realtime.hub`). Both layers deliver at most once; clients repair from the store.
+
+Everything else — the run workers' ``agent-runs`` channel, a run's group, a person's group, the
+wiki's — stays on the default layer, whose channels are queues that one consumer reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+
+from apps.realtime.outage import send_or_drop
+
+__all__ = ["BROADCAST", "broadcast_layer", "broadcast_on_commit"]
+
+BROADCAST = "broadcast"
+"""The ``CHANNEL_LAYERS`` alias of the broadcast layer."""
+
+
+def broadcast_layer() -> Any:
+    """The broadcast layer (``CHANNEL_LAYERS["broadcast"]``). Raises ``ImproperlyConfigured``
+    when settings name no such layer."""
+    layer = get_channel_layer(BROADCAST)
+    if layer is None:
+        raise ImproperlyConfigured('CHANNEL_LAYERS has no "broadcast" layer')
+    return layer
+
+
+def broadcast_on_commit(group: str, message: dict[str, Any]) -> None:
+    """``group_send`` on the broadcast layer once the current transaction commits (at once
+    outside one); dropped while the layer is down (:func:`~apps.realtime.outage.send_or_drop`)."""
+    transaction.on_commit(lambda: async_to_sync(send_or_drop)(
+        broadcast_layer().group_send, group, [message]))
