@@ -29,8 +29,8 @@ from django.db import transaction
 from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import EventEnvelope, conversation_group
 from apps.realtime.outage import send_or_drop
-from apps.rooms.models import Message
-from apps.rooms.services.events import event_envelope, events_store
+from apps.rooms.models import ConversationEvent, Message
+from apps.rooms.services.events import event_envelope, seqs_allocate
 
 __all__ = ["LogWriter", "log_writer"]
 
@@ -94,12 +94,30 @@ class LogWriter:
 
 
 def _store(batches: list[_Batch]) -> None:
+    """Store every batch in one transaction of three statements, however many there are: the
+    seqs of all their conversations (one UPDATE), their events (one INSERT), the messages'
+    checkpoints (one UPDATE). A conversation's batches get consecutive seqs in their order."""
+    counts: dict[int, int] = {}
+    for batch in batches:
+        counts[batch.conversation_id] = counts.get(batch.conversation_id, 0) + len(batch.events)
+    checkpoints: dict[int, list[dict[str, Any]]] = {}
+    rows: list[ConversationEvent] = []
     with transaction.atomic():
-        for batch in sorted(batches, key=lambda b: b.conversation_id):  # lock order
-            rows = events_store(batch.conversation_id, batch.events, run_id=batch.run_id)
-            batch.envelopes = [event_envelope(row) for row in rows]
-            for row_id, content in batch.checkpoints.items():
-                Message.objects.filter(pk=row_id).update(content=content)
+        following = seqs_allocate({c: n for c, n in counts.items() if n})
+        for batch in batches:
+            first = following[batch.conversation_id] if batch.events else 0
+            made = [ConversationEvent(conversation_id=batch.conversation_id, seq=first + i,
+                                      kind=kind, payload=payload, run_id=batch.run_id)
+                    for i, (kind, payload) in enumerate(batch.events)]
+            following[batch.conversation_id] = first + len(made)
+            batch.envelopes = [event_envelope(row) for row in made]
+            rows += made
+            checkpoints.update(batch.checkpoints)  # a later flush's content wins
+        ConversationEvent.objects.bulk_create(rows)
+        if checkpoints:
+            Message.objects.bulk_update(
+                [Message(pk=pk, content=content) for pk, content in checkpoints.items()],
+                ["content"])
 
 
 async def _broadcast(batches: list[_Batch]) -> None:

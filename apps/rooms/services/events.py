@@ -30,6 +30,7 @@ __all__ = [
     "events_store",
     "positions_allocate",
     "seq_allocate",
+    "seqs_allocate",
 ]
 
 
@@ -48,19 +49,32 @@ def positions_allocate(conversation_id: int, count: int) -> int:
 
 
 def seq_allocate(conversation_id: int, count: int = 1) -> int:
-    """Reserve ``count`` numbers; returns the first. Call inside a transaction. One round trip:
-    the UPDATE takes the row lock (SQLite: the write lock) and RETURNING reads the new value
-    (PostgreSQL, SQLite >= 3.35)."""
+    """Reserve ``count`` numbers; returns the first. Call inside a transaction. Raises
+    ``Conversation.DoesNotExist`` when the conversation is gone."""
+    return seqs_allocate({conversation_id: count})[conversation_id]
+
+
+def seqs_allocate(counts: dict[int, int]) -> dict[int, int]:
+    """Reserve ``counts[c]`` numbers for each conversation ``c``; returns each one's first.
+    Call inside a transaction. One round trip whatever the number of conversations: the
+    UPDATE takes the rows' locks (SQLite: the write lock) and RETURNING reads the new values
+    (PostgreSQL, SQLite >= 3.35). Raises ``Conversation.DoesNotExist`` when one is gone."""
     meta, quote = Conversation._meta, connection.ops.quote_name
     table, pk = quote(meta.db_table), quote(meta.pk.column)
     last = quote(meta.get_field("last_seq").column)
+    ids = sorted(counts)
+    cases = " ".join(["WHEN %s THEN %s"] * len(ids))
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET {last} = {last} + %s WHERE {pk} = %s "
-                       f"RETURNING {last}", [count, conversation_id])
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(f"conversation {conversation_id} is gone")
-    return int(row[0]) - count + 1
+        cursor.execute(
+            f"UPDATE {table} SET {last} = {last} + CASE {pk} {cases} END "
+            f"WHERE {pk} IN ({', '.join(['%s'] * len(ids))}) RETURNING {pk}, {last}",
+            [value for i in ids for value in (i, counts[i])] + ids)
+        rows = cursor.fetchall()
+    firsts = {int(conversation_id): int(seq) - counts[conversation_id] + 1
+              for conversation_id, seq in rows}
+    if missing := set(ids) - firsts.keys():
+        raise Conversation.DoesNotExist(f"conversation {min(missing)} is gone")
+    return firsts
 
 
 def events_store(conversation_id: int, events: Iterable[tuple[str, dict[str, Any]]], *,

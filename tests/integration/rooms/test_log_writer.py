@@ -8,14 +8,14 @@ import asyncio
 import json
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import channel_layers
 
 from apps.accounts.models import Team, User
 from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import conversation_group
-from apps.rooms.log_writer import log_writer
-from apps.rooms.models import Conversation, ConversationEvent, Room, Run
+from apps.rooms.log_writer import _Batch, _store, log_writer
+from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,3 +74,32 @@ async def test_a_conversation_that_is_gone_fails_only_its_own_write(
     assert isinstance(results[1], Conversation.DoesNotExist)
     assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
         conversation_id=kept)] == ["ok"]
+
+
+def test_a_round_costs_the_same_statements_for_one_conversation_as_for_eight(
+        acme: Team, alice: User, django_assert_num_queries) -> None:
+    """One transaction stores every waiting flush: the seqs, the events and the checkpoints
+    in one statement each, whatever the number of conversations (and their batches)."""
+    convs = async_to_sync(conversations)(acme, alice, 8)
+    checkpoint = [{"type": "text", "text": "so far"}]
+
+    def batch(conversation_id: int, run_id: int, text: str) -> _Batch:
+        message = Message.objects.create(conversation_id=conversation_id, role="assistant",
+                                         run_id=run_id)
+        return _Batch(conversation_id, run_id, [delta(text), delta(text)],
+                      {message.pk: checkpoint}, done=None)  # type: ignore[arg-type]
+
+    one = [batch(*convs[0], "a")]
+    many = [batch(c, r, f"{c}{i}") for c, r in convs for i in range(2)]
+    with django_assert_num_queries(5):  # SAVEPOINT/BEGIN, UPDATE, INSERT, UPDATE, RELEASE
+        _store(one)
+    with django_assert_num_queries(5):
+        _store(many)
+    conversation_id = convs[3][0]
+    stored = [(e.seq, e.payload["text"]) for e in ConversationEvent.objects.filter(
+        conversation_id=conversation_id)]
+    assert stored == [(1, f"{conversation_id}0"), (2, f"{conversation_id}0"),
+                      (3, f"{conversation_id}1"), (4, f"{conversation_id}1")]  # batch order
+    assert [b.envelopes[0]["seq"] for b in many[6:8]] == [1, 3]
+    assert all(content == checkpoint for content in Message.objects.values_list("content",
+                                                                             flat=True))
