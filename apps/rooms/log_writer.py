@@ -42,7 +42,8 @@ class _Batch:
     conversation_id: int
     run_id: int
     events: list[tuple[str, dict[str, Any]]]
-    checkpoints: dict[int, list[dict[str, Any]]]  # Message pk -> its content so far
+    checkpoints: dict[int, list[dict[str, Any]]]  # Message pk -> its content so far (the
+    # batch's events included: stored with the batch's last seq as its checkpoint_seq)
     done: asyncio.Future[None]
     envelopes: list[EventEnvelope] = field(default_factory=list)
 
@@ -96,11 +97,12 @@ class LogWriter:
 def _store(batches: list[_Batch]) -> None:
     """Store every batch in one transaction of three statements, however many there are: the
     seqs of all their conversations (one UPDATE), their events (one INSERT), the messages'
-    checkpoints (one UPDATE). A conversation's batches get consecutive seqs in their order."""
+    checkpoints (one UPDATE), each with the last seq it includes. A conversation's batches get
+    consecutive seqs in their order."""
     counts: dict[int, int] = {}
     for batch in batches:
         counts[batch.conversation_id] = counts.get(batch.conversation_id, 0) + len(batch.events)
-    checkpoints: dict[int, list[dict[str, Any]]] = {}
+    checkpoints: dict[int, Message] = {}
     rows: list[ConversationEvent] = []
     with transaction.atomic():
         following = seqs_allocate({c: n for c, n in counts.items() if n})
@@ -112,12 +114,12 @@ def _store(batches: list[_Batch]) -> None:
             following[batch.conversation_id] = first + len(made)
             batch.envelopes = [event_envelope(row) for row in made]
             rows += made
-            checkpoints.update(batch.checkpoints)  # a later flush's content wins
+            for pk, content in batch.checkpoints.items():  # a later flush's wins
+                checkpoints[pk] = Message(pk=pk, content=content,
+                                          checkpoint_seq=first + len(made) - 1)
         ConversationEvent.objects.bulk_create(rows)
         if checkpoints:
-            Message.objects.bulk_update(
-                [Message(pk=pk, content=content) for pk, content in checkpoints.items()],
-                ["content"])
+            Message.objects.bulk_update(list(checkpoints.values()), ["content", "checkpoint_seq"])
 
 
 async def _broadcast(batches: list[_Batch]) -> None:

@@ -127,6 +127,9 @@ class Message(TimeStampedModel):
                                blank=True, on_delete=models.SET_NULL, related_name="+")
     author_name = models.CharField(verbose_name=_("author name"), max_length=150, blank=True)
     content = models.JSONField(verbose_name=_("content"), default=list)
+    # a message being written: the last event its content includes (apps.rooms.drafts)
+    checkpoint_seq = models.BigIntegerField(verbose_name=_("checkpoint sequence number"),
+                                            null=True, blank=True)
     reasoning_content = models.TextField(verbose_name=_("reasoning content"), null=True, blank=True)
     provider = models.CharField(verbose_name=_("provider"), max_length=20, blank=True)
     model = models.CharField(verbose_name=_("model"), max_length=200, blank=True)

@@ -5,22 +5,22 @@ arguments) are coalesced first — up to ``coalesce_ms`` or ``coalesce_bytes`` p
 server-side twin of the browser's per-frame rendering — so the channel layer carries a few
 messages per second per stream instead of one per token; anything else flushes them first, so
 order is kept. A message's first delta is not held back: it is what tells the room the agent
-has started answering (issue 22: send -> first ``text_delta``). Each flush also checkpoints
-the message being written, so a client connecting mid-stream sees the text so far. Flushes go
-through the worker's :mod:`apps.rooms.log_writer`: the runs' flushes that wait meanwhile share
-one transaction.
+has started answering (issue 22: send -> first ``text_delta``). A flush also checkpoints the
+message being written when its last checkpoint is :data:`~apps.rooms.drafts.CHECKPOINT_S`
+old, so a client connecting mid-stream sees the text so far (the checkpoint plus the log after
+it, :mod:`apps.rooms.drafts`). Flushes go through the worker's :mod:`apps.rooms.log_writer`:
+the runs' flushes that wait meanwhile share one transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.db import transaction
 
+from apps.engine.clock import MONOTONIC, Clock
 from apps.engine.compaction.auto_compact import SUMMARY_PREFIX
 from apps.engine.events import (
     ApprovalDecided,
@@ -43,6 +43,7 @@ from apps.engine.events import (
     UsageUpdated,
 )
 from apps.engine.sources import sources
+from apps.rooms.drafts import CHECKPOINT_S, Draft
 from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
@@ -63,31 +64,25 @@ _STATUS_AFTER = {
 }
 
 
-@dataclass(slots=True)
-class _Draft:
-    """What the message being written holds so far (for checkpoints)."""
+class _Drafted:
+    """A message being written: its row, its draft, and when it was last checkpointed."""
 
-    row_id: int
-    thinking: str = ""
-    text: str = ""
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    __slots__ = ("row_id", "draft", "checkpointed")
 
-    def blocks(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        if self.thinking:
-            out.append({"type": "thinking", "thinking": self.thinking})
-        if self.text:
-            out.append({"type": "text", "text": self.text})
-        out.extend(self.calls[i] for i in sorted(self.calls))
-        return out
+    def __init__(self, row_id: int, now: float) -> None:
+        self.row_id = row_id
+        self.draft = Draft()
+        self.checkpointed = now  # its row was made with its empty content
 
 
 class Projector:
     """Stores and broadcasts one run's events. ``handle`` each event in order; call ``tick``
-    every ``coalesce_ms`` so a quiet stream still flushes; ``close`` at the end."""
+    every ``coalesce_ms`` so a quiet stream still flushes; ``close`` at the end. ``clock``
+    times coalescing and checkpoints (tests give theirs)."""
 
     def __init__(self, conversation_id: int, run_id: int, inbox: PendingMessages, *,
-                 coalesce_ms: float, coalesce_bytes: int) -> None:
+                 coalesce_ms: float, coalesce_bytes: int, clock: Clock = MONOTONIC) -> None:
+        self.clock = clock
         self.conversation_id = conversation_id
         self.run_id = run_id
         self.inbox = inbox
@@ -96,7 +91,7 @@ class Projector:
         self._buffer: list[Delta] = []
         self._buffered_bytes = 0
         self._since = 0.0
-        self._drafts: dict[str, _Draft] = {}
+        self._drafts: dict[str, _Drafted] = {}
         self._started: set[str] = set()  # messages whose first delta has gone out
         self._last_assistant: int | None = None
         self._lock = asyncio.Lock()
@@ -118,7 +113,7 @@ class Projector:
     async def tick(self) -> None:
         """Flush deltas that have waited ``coalesce_ms``."""
         async with self._lock:
-            if self._buffer and time.monotonic() - self._since >= self.coalesce_s:
+            if self._buffer and self.clock.now() - self._since >= self.coalesce_s:
                 await self._flush()
 
     async def close(self) -> None:
@@ -129,7 +124,7 @@ class Projector:
     # -- deltas -----------------------------------------------------------------------------
     def _add(self, event: Delta) -> None:
         if not self._buffer:
-            self._since = time.monotonic()
+            self._since = self.clock.now()
         last = self._buffer[-1] if self._buffer else None
         merged = _merge(last, event) if last is not None else None
         if merged is not None:
@@ -140,7 +135,7 @@ class Projector:
 
     def _due(self) -> bool:
         return (self._buffered_bytes >= self.coalesce_bytes
-                or time.monotonic() - self._since >= self.coalesce_s)
+                or self.clock.now() - self._since >= self.coalesce_s)
 
     async def _flush(self) -> None:
         if not self._buffer:
@@ -148,8 +143,7 @@ class Projector:
         deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
         for delta in deltas:
             self._draft_apply(delta)
-        checkpoints = {draft.row_id: draft.blocks() for draft in
-                       (self._drafts.get(d.message_id) for d in deltas) if draft is not None}
+        checkpoints = self._checkpoints({d.message_id for d in deltas})
         # several runs' flushes share one transaction (apps.rooms.log_writer)
         await log_writer().write(self.conversation_id, self.run_id,
                                  [(d.kind, d.model_dump(mode="json")) for d in deltas],
@@ -157,48 +151,57 @@ class Projector:
         self.stored += len(deltas)
 
     def _draft_apply(self, delta: Delta) -> None:
-        draft = self._drafts.get(delta.message_id)
-        if draft is None:
+        drafted = self._drafts.get(delta.message_id)
+        if drafted is None:
             return
         if isinstance(delta, TextDelta):
-            draft.text += delta.text
+            drafted.draft.text += delta.text
         elif isinstance(delta, ReasoningDeltaEvent):
-            draft.thinking += delta.text
+            drafted.draft.thinking += delta.text
         else:
-            call = draft.calls.setdefault(delta.index, {"type": "tool_use", "name": "",
-                                                        "partial_arguments": ""})
-            call["partial_arguments"] = call.get("partial_arguments", "") + delta.arguments_delta
+            drafted.draft.add_arguments(delta.index, delta.arguments_delta)
+
+    def _checkpoints(self, message_ids: set[str]) -> dict[int, list[dict[str, Any]]]:
+        """The content to store now of the messages whose checkpoint is due."""
+        now, due = self.clock.now(), {}
+        for message_id in message_ids:
+            drafted = self._drafts.get(message_id)
+            if drafted is not None and now - drafted.checkpointed >= CHECKPOINT_S:
+                drafted.checkpointed = now
+                due[drafted.row_id] = drafted.draft.blocks()
+        return due
 
     # -- everything else ---------------------------------------------------------------------
     def _store(self, event: RuntimeEvent) -> None:
         with transaction.atomic():
             conversation_lock(self.conversation_id)
-            self._apply(event)
             payload = event.model_dump(mode="json")
             if isinstance(event, MessageEnded):  # the answer's sources, as message_json has them
                 payload["sources"] = sources(event.message.content)
-            events_append(self.conversation_id, [(event.kind, payload)], run_id=self.run_id)
+            (row,) = events_append(self.conversation_id, [(event.kind, payload)],
+                                   run_id=self.run_id)
+            self._apply(event, row.seq)
             waited = event.event if isinstance(event, SubagentEvent) else event
             status = _STATUS_AFTER.get(type(waited))  # a sub-agent's waits are the run's
             if status is not None:
                 run_set_status(self.run_id, status)
         self.stored += 1
 
-    def _apply(self, event: RuntimeEvent) -> None:
+    def _apply(self, event: RuntimeEvent, seq: int) -> None:
+        """What ``event`` (stored as ``seq``) changes in the transcript."""
         match event:
             case MessageStarted(message_id=message_id):
                 row = Message.objects.create(
                     conversation_id=self.conversation_id, run_id=self.run_id,
-                    role="assistant", status=MessageStatus.STREAMING, engine_id=message_id)
-                self._drafts[message_id] = _Draft(row_id=row.pk)
+                    role="assistant", status=MessageStatus.STREAMING, engine_id=message_id,
+                    checkpoint_seq=seq)  # empty as of its start: the log has the rest
+                self._drafts[message_id] = _Drafted(row.pk, self.clock.now())
             case ToolCallStarted(message_id=mid, index=index, name=name):
-                if (draft := self._drafts.get(mid)) is not None:
-                    draft.calls[index] = {"type": "tool_use", "name": name,
-                                          "partial_arguments": ""}
+                if (drafted := self._drafts.get(mid)) is not None:
+                    drafted.draft.start_call(index, name)
             case ToolCallReadyEvent(message_id=mid, index=index, call=call):
-                if (draft := self._drafts.get(mid)) is not None:
-                    draft.calls[index] = {"type": "tool_use", "id": call.id, "name": call.name,
-                                          "input": call.arguments}
+                if (drafted := self._drafts.get(mid)) is not None:
+                    drafted.draft.ready_call(index, call.model_dump(mode="json"))
             case MessageEnded():
                 self._message_ended(event)
             case MessagesInjected(messages=messages):
@@ -218,10 +221,10 @@ class Projector:
         fields = message_fields(message)
         if in_history:
             fields["position"] = positions_allocate(self.conversation_id, 1)
-        draft = self._drafts.pop(event.message_id, None)
-        if draft is not None:
-            Message.objects.filter(pk=draft.row_id).update(**fields)
-            self._last_assistant = draft.row_id
+        drafted = self._drafts.pop(event.message_id, None)
+        if drafted is not None:
+            Message.objects.filter(pk=drafted.row_id).update(**fields)
+            self._last_assistant = drafted.row_id
         elif in_history:  # a tool-results message: it was never streamed
             Message.objects.create(conversation_id=self.conversation_id, run_id=self.run_id,
                                    engine_id=event.message_id, **fields)

@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from apps.engine.messages import Author
 from apps.engine.messages import Message as EngineMessage
 from apps.engine.sources import sources
+from apps.rooms.drafts import content_so_far
 from apps.rooms.images import shown_content, with_image_data
 from apps.rooms.models import Message, MessageStatus
 from apps.rooms.plain_text import plain_text
@@ -73,7 +74,7 @@ def message_json(row: Message) -> dict[str, Any]:
         "role": row.role,
         "author": ({"id": row.author_id, "name": row.author_name}
                    if row.author_name else None),
-        "content": shown_content(row.conversation_id, row.content),
+        "content": shown_content(row.conversation_id, content_so_far(row)),
         "reasoning_content": row.reasoning_content,
         "status": row.status,
         "client_id": row.client_id,

@@ -27,6 +27,7 @@ from apps.engine.mcp.elicitation import content_problem
 from apps.engine.tools.registry import arguments_problem
 from apps.realtime.groups import RUN_CHANNEL, run_group
 from apps.realtime.publish import group_send_on_commit, send_on_commit
+from apps.rooms.drafts import content_so_far
 from apps.rooms.models import (
     ACTIVE_RUN_STATUSES,
     Conversation,
@@ -386,7 +387,7 @@ def _close_unfinished(run: Run, status: MessageStatus) -> None:
     thinking (a half-streamed tool call is dropped: it never ran)."""
     for message in Message.objects.filter(run=run, status=MessageStatus.STREAMING).order_by("id"):
         message.content = [{k: v for k, v in block.items() if k in ("type", "text", "thinking")}
-                           for block in message.content
+                           for block in content_so_far(message)
                            if block.get("type") in ("text", "thinking")]
         message.status = status
         if message.content:
