@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.db import transaction
 
 from apps.engine.compaction.auto_compact import SUMMARY_PREFIX
@@ -43,6 +42,7 @@ from apps.engine.events import (
     UsageUpdated,
 )
 from apps.engine.sources import sources
+from apps.realtime.publish import database_call
 from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
@@ -113,7 +113,7 @@ class Projector:
                     await self._flush()
                 return
             await self._flush()
-            await database_sync_to_async(self._store)(event)
+            await database_call(self._store, event)  # broadcast from the loop, in order
 
     async def tick(self) -> None:
         """Flush deltas that have waited ``coalesce_ms``."""
