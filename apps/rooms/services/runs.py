@@ -115,9 +115,11 @@ def _waiting_events(run: Run) -> Iterator[tuple[str, dict[str, Any]]]:
             yield kind, payload
 
 
-def run_dispatch_on_commit(run: Run) -> None:
-    """Hand the run to a worker once the transaction commits."""
-    Run.objects.filter(pk=run.pk).update(dispatches=run.dispatches + 1)
+def run_dispatch_on_commit(run: Run, *, counted: bool = False) -> None:
+    """Hand the run to a worker once the transaction commits, counting the dispatch
+    (``counted``: already counted, the run was created with ``dispatches=1``)."""
+    if not counted:
+        Run.objects.filter(pk=run.pk).update(dispatches=run.dispatches + 1)
     send_on_commit(RUN_CHANNEL, {"type": "run.start", "run_id": run.pk})
 
 
