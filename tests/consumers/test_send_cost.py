@@ -11,6 +11,7 @@ sweeper's or the test's."""
 
 from __future__ import annotations
 
+import functools
 from contextvars import ContextVar
 from typing import Any
 
@@ -99,6 +100,18 @@ async def test_a_run_makes_one_hop_before_its_model_request(
         monkeypatch: pytest.MonkeyPatch) -> None:
     marking(monkeypatch, RunHost, "host", "host")
     seen = counted(monkeypatch, "host")
+    begin = counted(monkeypatch, "begin")
+    claim_and_setup = RunHost._begin
+
+    @functools.wraps(claim_and_setup)
+    def beginning(self: Any, worker: str) -> Any:  # on the database thread
+        token = MARK.set("begin")
+        try:
+            return claim_and_setup(self, worker)
+        finally:
+            MARK.reset(token)
+
+    monkeypatch.setattr(RunHost, "_begin", beginning)
     at_request: dict[str, list[Any]] = {}
     stream_chat = HttpProvider.stream_chat
 
@@ -115,4 +128,8 @@ async def test_a_run_makes_one_hop_before_its_model_request(
     # projector stores run_started and turn_started beside the request, not before it
     assert [h for h in at_request["hops"] if h != "Projector._store"] == ["RunHost._begin"]
     assert seen["waits"] == []  # the run's events leave from the loop
+    # in that hop: the claim; the run with its conversation, room, team, starter, previous
+    # run and whether a message waits; the model; the wiki's record; the run's model; the
+    # team's MCP servers; the history
+    assert len(begin["queries"]) == 7, "\n".join(begin["queries"])
     await client.close()
