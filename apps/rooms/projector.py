@@ -98,6 +98,7 @@ class Projector:
         self._since = 0.0
         self._drafts: dict[str, _Draft] = {}
         self._started: set[str] = set()  # messages whose first delta has gone out
+        self._starting: MessageStarted | None = None  # stored with its first deltas
         self._last_assistant: int | None = None
         self._lock = asyncio.Lock()
         self.stored = 0  # events stored, for tests and benchmarks
@@ -113,6 +114,9 @@ class Projector:
                     await self._flush()
                 return
             await self._flush()
+            if isinstance(event, MessageStarted):
+                self._starting = event  # its first delta follows at once: one write for both
+                return
             await database_call(self._store, event)  # broadcast from the loop, in order
 
     async def tick(self) -> None:
@@ -143,6 +147,11 @@ class Projector:
                 or time.monotonic() - self._since >= self.coalesce_s)
 
     async def _flush(self) -> None:
+        if self._starting is not None:
+            started, self._starting = self._starting, None
+            deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
+            await database_call(self._store_start, started, deltas)
+            return
         if not self._buffer:
             return
         deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
@@ -168,6 +177,22 @@ class Projector:
             call = draft.calls.setdefault(delta.index, {"type": "tool_use", "name": "",
                                                         "partial_arguments": ""})
             call["partial_arguments"] = call.get("partial_arguments", "") + delta.arguments_delta
+
+    def _store_start(self, started: MessageStarted, deltas: list[Delta]) -> None:
+        """A message's start with the deltas that followed it (its first one: run start's
+        ``text_delta``) in one transaction, so the room sees the answer begin one thread hop
+        and one commit sooner than through ``_store`` and then the log writer."""
+        with transaction.atomic():
+            conversation_lock(self.conversation_id)
+            self._apply(started)  # the message's row and draft
+            for delta in deltas:
+                self._draft_apply(delta)
+            draft = self._drafts[started.message_id]
+            Message.objects.filter(pk=draft.row_id).update(content=draft.blocks())
+            events_append(self.conversation_id,
+                          [(e.kind, e.model_dump(mode="json")) for e in (started, *deltas)],
+                          run_id=self.run_id)
+        self.stored += 1 + len(deltas)
 
     # -- everything else ---------------------------------------------------------------------
     def _store(self, event: RuntimeEvent) -> None:
