@@ -192,14 +192,23 @@ class RunHost:
                                  self._settle_notes(conversation_id), *after_end)
 
     def _begin(self, worker: str) -> _Setup | None:
-        """The claim and :meth:`_setup` in one thread hop (the claim first: only its winner
-        reads on); None when the claim failed. Raises SetupError."""
-        if not run_claim(self.run_id, worker):
+        """:meth:`_setup`, then the claim, which also records the run's model (one UPDATE),
+        in one thread hop; None when another worker won the run or it ended (what was read is
+        dropped). A run that cannot be set up is claimed first, then SetupError is raised."""
+        try:
+            setup = self._setup()
+        except SetupError:
+            if not run_claim(self.run_id, worker):
+                return None
+            raise
+        reasoning = reasoning_record(setup.config.reasoning)
+        if not run_claim(self.run_id, worker, model=setup.model, reasoning=reasoning):
             return None
-        return self._setup()
+        return setup
 
     def _setup(self) -> _Setup:
-        """Everything the run needs from the database and the disk. Raises SetupError."""
+        """Everything the run needs from the database and the disk (reads only, and the
+        workspace made). Raises SetupError."""
         run = (Run.objects.select_related("conversation__room__team", "started_by")
                .annotate(previous_run=notes_previous_run(),
                          pending=Exists(pending_rows(OuterRef("conversation_id"))))
@@ -220,8 +229,6 @@ class RunHost:
                        run_id=run.pk, store=store_for(team))
         config = RunConfig(**params, system=system_prompt(conversation, wiki_prompt(wiki.store)),
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
-        Run.objects.filter(pk=run.pk).update(model=params["model"],
-                                             reasoning=reasoning_record(params["reasoning"]))
         mcp_problems: list[WarningEvent] = []
         mcp_servers = (mcp_pool_servers(team, run.started_by, problems=mcp_problems)
                        if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools

@@ -2,8 +2,8 @@
 
 In the embedded default it runs inside the server process (``manage.py serve``); with Redis it
 runs in ``manage.py runworker agent-runs`` processes. A handler never blocks: ``run.start``
-starts hosting the run as a task, then returns; the host's first thread hop claims the run
-(one winner: :func:`apps.rooms.services.runs.run_claim`) and loads what it needs. The worker
+starts hosting the run as a task, then returns; the host's first thread hop loads what the
+run needs and claims it (one winner: :func:`apps.rooms.services.runs.run_claim`). The worker
 joins each hosted run's group, so stop, decide and answer messages reach it wherever they
 were sent from.
 """
@@ -58,7 +58,7 @@ class RunWorkerConsumer(AsyncConsumer):
 
     async def _host(self, host: RunHost) -> None:
         try:
-            await host.host(self.channel_name)  # claims it first
+            await host.host(self.channel_name)  # claims it
         except Exception:  # host() ends the run itself; this is the last line of defence
             logger.exception("run %s crashed its host", host.run_id)
         finally:

@@ -123,11 +123,12 @@ def run_dispatch_on_commit(run: Run, *, counted: bool = False) -> None:
     send_on_commit(RUN_CHANNEL, {"type": "run.start", "run_id": run.pk})
 
 
-def run_claim(run_id: int, worker: str) -> bool:
-    """Whether ``worker`` won the queued run (one conditional UPDATE: one winner)."""
+def run_claim(run_id: int, worker: str, **record: Any) -> bool:
+    """Whether ``worker`` won the queued run (one conditional UPDATE: one winner); ``record``:
+    more fields the same UPDATE sets (the run's ``model`` and ``reasoning``)."""
     now = timezone.now()
     return bool(Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now))
+        status=RunStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now, **record))
 
 
 def run_heartbeat(run_id: int) -> None:
