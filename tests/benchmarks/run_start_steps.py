@@ -23,13 +23,17 @@ from asgiref.sync import SyncToAsync
 from django.db.backends.utils import CursorWrapper
 
 STEPS = (
+    # (module, attribute path, step); a few are older commits' names (credentials_hold, the
+    # worker's run_claim, notes_release_before), so the code before a change times alike
     # the consumer, up to the ack
     ("apps.rooms.consumers", "ConversationConsumer.receive_json", "consumer.receive_json"),
+    ("apps.rooms.consumers", "credentials_hold", "consumer.credentials_hold"),
     ("apps.rooms.consumers", "ConversationConsumer._frame_checks", "consumer._frame_checks"),
     ("apps.rooms.consumers", "member_conversation", "consumer.member_conversation"),
     ("apps.rooms.consumers", "message_post", "consumer.message_post"),
     # the worker: claim, setup
     ("apps.rooms.worker", "RunWorkerConsumer.run_start", "worker.run_start"),
+    ("apps.rooms.worker", "run_claim", "worker.run_claim"),
     ("apps.rooms.host", "run_claim", "host.run_claim"),
     ("apps.rooms.host", "RunHost.host", "host.host"),
     ("apps.rooms.host", "RunHost._begin", "host._begin"),
@@ -43,6 +47,7 @@ STEPS = (
     ("apps.rooms.host", "history_of", "setup.history_of"),
     ("apps.rooms.host", "provider_settings", "setup.provider_settings"),
     ("apps.rooms.host", "RunHost._run", "host._run"),
+    ("apps.rooms.host", "notes_release_before", "run.notes_release_before"),
     ("apps.rooms.host", "notes_release", "run.notes_release"),
     ("apps.rooms.host", "ensure_workspace", "setup.ensure_workspace"),
     ("apps.rooms.host", "default_tools", "run.default_tools"),
@@ -57,6 +62,9 @@ STEPS = (
     ("apps.rooms.ports", "PendingMessages._take", "inbox._take"),
     ("apps.engine.runtime.runner", "AgentRunner._request", "runner._request"),
     ("apps.engine.runtime.loop", "StepRun.stream", "step.stream"),
+    ("apps.engine.providers.anthropic", "AnthropicProvider.build_call", "provider.build_call"),
+    ("httpx2", "AsyncClient.send", "httpx.send"),
+    ("uvicorn.protocols.http.h11_impl", "H11Protocol.data_received", "model.data_received"),
     ("apps.rooms.projector", "Projector.handle", "projector.handle"),
     ("apps.rooms.projector", "Projector._store", "projector._store"),
 )
@@ -150,16 +158,19 @@ def _wrap(harness: Harness, function: Any, step: str) -> Any:
 
 
 def install() -> Harness:
-    """Wrap every step of :data:`STEPS`, ``SyncToAsync.__call__`` and
-    ``CursorWrapper._execute``; for the life of the process."""
+    """Wrap every step of :data:`STEPS` the code has (so the harness also times older
+    commits), ``SyncToAsync.__call__`` and ``CursorWrapper._execute``; for the life of the
+    process."""
     harness = Harness()
     for module_name, path, step in STEPS:
         owner: Any = importlib.import_module(module_name)
         *outer, name = path.split(".")
         for part in outer:
-            owner = getattr(owner, part)
-        setattr(owner, name, _wrap(harness, owner.__dict__[name] if isinstance(owner, type)
-                                   else getattr(owner, name), step))
+            owner = getattr(owner, part, None)
+        found = (owner.__dict__.get(name) if isinstance(owner, type)
+                 else getattr(owner, name, None))
+        if found is not None:  # an older commit may not have the step: time the others
+            setattr(owner, name, _wrap(harness, found, step))
     call, execute = SyncToAsync.__call__, CursorWrapper._execute
 
     async def hop(self: Any, *args: Any, **kwargs: Any) -> Any:
