@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from asgiref.sync import async_to_sync
+from channels import DEFAULT_CHANNEL_LAYER
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
@@ -35,24 +36,27 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class _Send:
-    """One message for the layer: ``method`` ``"group_send"`` (``to`` a group) or ``"send"``
-    (``to`` a channel); ``robust``: a failure is logged, not raised."""
+    """One message for the channel layer ``layer`` (an alias of ``CHANNEL_LAYERS``):
+    ``method`` ``"group_send"`` (``to`` a group) or ``"send"`` (``to`` a channel); ``robust``:
+    a failure is logged, not raised."""
 
     method: Literal["group_send", "send"]
     to: str
     message: dict[str, Any]
     robust: bool
+    layer: str
 
 
 _OUTBOX: ContextVar[list[_Send] | None] = ContextVar("confab_publish_outbox", default=None)
 
 
 def publish(method: Literal["group_send", "send"], to: str, message: dict[str, Any], *,
-            robust: bool = False) -> None:
-    """Send ``message`` from sync code (a commit hook): into the outbox of the
-    :func:`database_call` it runs in, else at once through ``async_to_sync``. Dropped while the
-    layer is down; ``robust``: any other failure is logged, never raised."""
-    item = _Send(method, to, message, robust)
+            robust: bool = False, layer: str = DEFAULT_CHANNEL_LAYER) -> None:
+    """Send ``message`` on the channel layer ``layer`` (an alias) from sync code (a commit
+    hook): into the outbox of the :func:`database_call` it runs in, else at once through
+    ``async_to_sync``. Dropped while the layer is down; ``robust``: any other failure is
+    logged, never raised."""
+    item = _Send(method, to, message, robust, layer)
     outbox = _OUTBOX.get()
     if outbox is not None:
         outbox.append(item)
@@ -89,9 +93,9 @@ async def database_call[**P, R](function: Callable[P, R], /, *args: P.args,
 
 
 async def _deliver(outbox: list[_Send]) -> None:
-    by_destination: dict[tuple[str, str], list[_Send]] = {}
+    by_destination: dict[tuple[str, str, str], list[_Send]] = {}
     for item in outbox:
-        by_destination.setdefault((item.method, item.to), []).append(item)
+        by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
     results = await asyncio.gather(*(_deliver_all(items) for items in by_destination.values()),
                                    return_exceptions=True)
     for result in results:
@@ -107,7 +111,8 @@ async def _deliver_all(items: list[_Send]) -> None:
 
 async def _deliver_one(item: _Send) -> None:
     try:
-        await send_or_drop(getattr(get_channel_layer(), item.method), item.to, [item.message])
+        await send_or_drop(getattr(get_channel_layer(item.layer), item.method), item.to,
+                           [item.message])
     except Exception:
         if not item.robust:
             raise

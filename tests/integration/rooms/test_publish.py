@@ -115,8 +115,9 @@ class FailingLayer:
 
 async def test_a_failed_send_stops_its_destination_and_is_raised_a_robust_one_is_logged(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    layer = FailingLayer()
-    monkeypatch.setattr(publish, "get_channel_layer", lambda: layer)
+    layer, other = FailingLayer(), FailingLayer()
+    layers = {"default": layer, "other": other}
+    monkeypatch.setattr(publish, "get_channel_layer", lambda alias: layers[alias])
 
     def work() -> None:
         with transaction.atomic():
@@ -126,10 +127,13 @@ async def test_a_failed_send_stops_its_destination_and_is_raised_a_robust_one_is
             group_send_on_commit("a", {"fail": True})
             group_send_on_commit("a", {"n": 2})
             group_send_on_commit("b", {"n": 1})
+            transaction.on_commit(lambda: publish.publish("group_send", "a", {"n": 9},
+                                                          layer="other"))
 
     with (caplog.at_level(logging.ERROR, logger="apps.realtime.publish"),
           pytest.raises(RuntimeError, match="refused")):
         await database_call(work)
     # "a" stops at its failure; "b" and the robust "room" go on
     assert sorted(layer.sent) == [("a", 1), ("b", 1), ("room", 1)]
+    assert other.sent == [("a", 9)]  # another layer's group "a" is another destination
     assert "a broadcast to room failed" in caplog.text
