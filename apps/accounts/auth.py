@@ -13,8 +13,9 @@ gets ``user`` and ``auth_method``:
 
 Tokens are never read from the query string: URLs end up in logs.
 
-An open socket asks :func:`credentials_hold` whether what signed it in still would, on every
-frame and when ``credentials_changed`` reaches it (``apps.accounts.signals``).
+An open socket asks :func:`credentials_hold` (or, beside its other lookups in one thread hop,
+:func:`credentials_hold_now`) whether what signed it in still would, on every frame and when
+``credentials_changed`` reaches it (``apps.accounts.signals``).
 
 HTTP (Django views, django-ninja): :func:`bearer_user`.
 """
@@ -25,6 +26,7 @@ from importlib import import_module
 from typing import Any
 
 from channels.auth import AuthMiddlewareStack, get_user
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest
@@ -33,7 +35,8 @@ from apps.accounts.models import User
 from apps.accounts.services import aapi_token_authenticate, api_token_authenticate
 from apps.accounts.signals import session_digest
 
-__all__ = ["TokenAuthMiddleware", "bearer_token", "bearer_user", "credentials_hold"]
+__all__ = ["TokenAuthMiddleware", "bearer_token", "bearer_user", "credentials_hold",
+           "credentials_hold_now"]
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -71,7 +74,7 @@ class TokenAuthMiddleware:
         return await self.inner(scope, receive, send)
 
 
-async def credentials_hold(scope: dict[str, Any], *, ended_session: str | None = None) -> bool:
+def credentials_hold_now(scope: dict[str, Any], *, ended_session: str | None = None) -> bool:
     """Whether the credentials a socket connected with would still sign it in now, as the
     same user: its bearer token is live (not revoked, its user active), or its session still
     exists and verifies — Django's rule: the user is active and the session carries their
@@ -79,21 +82,28 @@ async def credentials_hold(scope: dict[str, Any], *, ended_session: str | None =
     ``ended_session``: the digest of a session that is signing out (``credentials_changed``
     comes before Django flushes it); that session's sockets fail at once.
 
-    The same lookups as at connect time: one query for a token, two for a session (as an HTTP
-    request's own authentication). A session that no longer verifies is flushed, as Django
-    does."""
+    Sync: call it on a database thread, e.g. beside a frame's other lookups in one hop
+    (:func:`credentials_hold` is the async form). The same lookups as at connect time: one
+    query for a token, two for a session (as an HTTP request's own authentication). A session
+    that no longer verifies is flushed, as Django does."""
     user = scope.get("user")
     if user is None or not user.is_authenticated:
         return False
     if scope.get("auth_method") == "token":
-        again = await aapi_token_authenticate(bearer_token(_header(scope, b"authorization")))
+        again = api_token_authenticate(bearer_token(_header(scope, b"authorization")))
         return again is not None and again.pk == user.pk
     key = scope["session"].session_key
     if not key or (ended_session is not None and session_digest(key) == ended_session):
         return False
     store = import_module(settings.SESSION_ENGINE).SessionStore(key)  # fresh: not the cache
-    again = await get_user({"session": store})
+    again = get_user.__wrapped__({"session": store})  # channels' get_user, on this thread
     return again.is_authenticated and again.pk == user.pk
+
+
+async def credentials_hold(scope: dict[str, Any], *, ended_session: str | None = None) -> bool:
+    """:func:`credentials_hold_now` in one thread hop."""
+    return await database_sync_to_async(credentials_hold_now)(scope,
+                                                              ended_session=ended_session)
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:

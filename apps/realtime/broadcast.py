@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
-from apps.realtime.outage import send_or_drop
+from apps.realtime.publish import publish
 
 __all__ = ["BROADCAST", "broadcast_layer", "broadcast_on_commit"]
 
@@ -40,6 +39,7 @@ def broadcast_layer() -> Any:
 
 def broadcast_on_commit(group: str, message: dict[str, Any]) -> None:
     """``group_send`` on the broadcast layer once the current transaction commits (at once
-    outside one); dropped while the layer is down (:func:`~apps.realtime.outage.send_or_drop`)."""
-    transaction.on_commit(lambda: async_to_sync(send_or_drop)(
-        broadcast_layer().group_send, group, [message]))
+    outside one), through :func:`~apps.realtime.publish.publish` (from the event loop when the
+    work runs in a :func:`~apps.realtime.publish.database_call`); dropped while the layer is
+    down."""
+    transaction.on_commit(lambda: publish("group_send", group, message, layer=BROADCAST))

@@ -29,7 +29,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils.translation import gettext
 
-from apps.accounts.auth import credentials_hold
+from apps.accounts.auth import credentials_hold, credentials_hold_now
 from apps.accounts.models import Membership
 from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
@@ -59,6 +59,7 @@ from apps.realtime.frames import (
     parse_client_frame,
 )
 from apps.realtime.groups import conversation_group, user_group
+from apps.realtime.publish import database_call
 from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
 from apps.rooms.attachments import read_attachments
 from apps.rooms.fanout import ConversationFanout, Fanout, fanouts
@@ -328,11 +329,11 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             return
         if isinstance(frame, TypingFrame) and not self.typing.ready():
             return  # throttled: dropped before any database work, or a flood delays our sends
-        if not await credentials_hold(self.scope):  # e.g. the password changed since connecting
+        checked = await database_sync_to_async(self._frame_checks)()
+        if checked is None:  # e.g. the password changed since connecting
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
             return
-        membership, conversation = await database_sync_to_async(member_conversation)(
-            self.scope["user"], self.team_id, self.conversation_id)
+        membership, conversation = checked
         if membership is None:  # removed from the team since connecting
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -347,6 +348,14 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         except ApplicationError as error:
             await self._error(error, sent)
 
+    def _frame_checks(self) -> tuple[Membership | None, Conversation | None] | None:
+        """A frame's lookups in one thread hop: None when the socket's credentials no longer
+        sign it in (:func:`credentials_hold_now`), else the membership and conversation
+        (:func:`member_conversation`)."""
+        if not credentials_hold_now(self.scope):
+            return None
+        return member_conversation(self.scope["user"], self.team_id, self.conversation_id)
+
     async def _dispatch(self, frame: Any, membership: Membership,
                         conversation: Conversation) -> None:
         match frame:
@@ -359,48 +368,48 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
                 if images := [a.id for a in attachments if isinstance(a, ImageAttachment)]:
                     blocks += await database_sync_to_async(images_attached)(
                         conversation=conversation, ids=images)  # a thread hop: only with images
-                result = await database_sync_to_async(message_post)(
-                    conversation=conversation, membership=membership, text=text,
-                    client_id=client_id, attachments=blocks)
+                result = await database_call(
+                    message_post, conversation=conversation, membership=membership,
+                    text=text, client_id=client_id, attachments=blocks)
                 await self.send_json({"type": "ack", "client_id": client_id,
                                       "message_id": result.message.pk,
                                       "queued": result.queued, "run": result.run})
             case StopFrame():
-                await database_sync_to_async(run_stop)(conversation=conversation,
-                                                       membership=membership)
+                await database_call(run_stop, conversation=conversation,
+                                    membership=membership)
             case DecideFrame(tool_call_id=call_id, decision=decision, arguments=arguments):
-                await database_sync_to_async(run_decide)(
-                    conversation=conversation, membership=membership, tool_call_id=call_id,
-                    approve=decision == "approve", arguments=arguments)
+                await database_call(
+                    run_decide, conversation=conversation, membership=membership,
+                    tool_call_id=call_id, approve=decision == "approve", arguments=arguments)
             case AnswerFrame(question_id=question_id, text=text):
-                await database_sync_to_async(run_answer)(
-                    conversation=conversation, membership=membership, question_id=question_id,
-                    text=text)
+                await database_call(
+                    run_answer, conversation=conversation, membership=membership,
+                    question_id=question_id, text=text)
             case ElicitFrame(elicitation_id=elicitation_id, action=action, content=content):
-                await database_sync_to_async(run_elicit)(
-                    conversation=conversation, membership=membership,
+                await database_call(
+                    run_elicit, conversation=conversation, membership=membership,
                     elicitation_id=elicitation_id, action=action, content=content)
             case CompactFrame():
-                await database_sync_to_async(run_compact)(conversation=conversation,
-                                                          membership=membership)
+                await database_call(run_compact, conversation=conversation,
+                                    membership=membership)
             case HistoryFrame(before=before):
                 run = await database_sync_to_async(active_run)(conversation)
                 page = await database_sync_to_async(messages_page)(conversation.pk, before,
                                                                   run=run)
                 await self.send_json({"type": "history", **page.as_json()})
             case SetAgentModeFrame(agent_mode=mode):
-                await database_sync_to_async(conversation_set_agent_mode)(
-                    conversation=conversation, agent_mode=mode, by=membership.user)
+                await database_call(conversation_set_agent_mode, conversation=conversation,
+                                    agent_mode=mode, by=membership.user)
             case RenameFrame(title=title):
-                await database_sync_to_async(conversation_rename)(
-                    conversation=conversation, title=title, by=membership.user)
+                await database_call(conversation_rename, conversation=conversation,
+                                    title=title, by=membership.user)
             case ConfigureFrame(model=model, reasoning=reasoning):
-                await database_sync_to_async(conversation_configure)(
-                    conversation=conversation, model=model, reasoning=reasoning,
-                    membership=membership)
+                await database_call(
+                    conversation_configure, conversation=conversation, model=model,
+                    reasoning=reasoning, membership=membership)
             case AskAgentFrame():
-                await database_sync_to_async(run_ask)(conversation=conversation,
-                                                      membership=membership)
+                await database_call(run_ask, conversation=conversation,
+                                    membership=membership)
             case PromptsFrame():
                 await self.send_json({"type": "prompts", "prompts": await team_prompts(
                     conversation.room.team, membership.user)})

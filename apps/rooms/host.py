@@ -20,6 +20,7 @@ import logging
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
@@ -43,13 +44,20 @@ from apps.engine.tools.registry import ToolRegistry
 from apps.integrations.builders import provider_pool, provider_settings, run_settings
 from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
+from apps.realtime.publish import database_call
 from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
-from apps.rooms.notes import notes_release_before, notes_settle
-from apps.rooms.ports import PendingMessages, RoomAnswers, RoomApprovals, RoomElicitations
+from apps.rooms.notes import notes_previous_run, notes_release, notes_settle
+from apps.rooms.ports import (
+    PendingMessages,
+    RoomAnswers,
+    RoomApprovals,
+    RoomElicitations,
+    pending_rows,
+)
 from apps.rooms.projector import Projector
 from apps.rooms.services.configure import reasoning_record, run_model
 from apps.rooms.services.events import event_append
-from apps.rooms.services.runs import run_finish, run_heartbeat
+from apps.rooms.services.runs import run_claim, run_finish, run_heartbeat
 from apps.rooms.tail import hwm_publish
 from apps.rooms.titles import title_after_end
 from apps.rooms.transcript import history_of
@@ -79,6 +87,9 @@ class _Setup:
     provider: ProviderSettings
     context_window: int
     max_output: int
+    workspace: Path
+    previous_run: int | None  # the conversation's run before this one (its notes agent ends)
+    none_waiting: bool  # no pending message to inject at the run's start
     mcp_servers: list[tuple[ServerKey, McpServerSpec]] = field(default_factory=list)
     mcp_problems: list[WarningEvent] = field(default_factory=list)  # servers left out
     wiki: RunWiki | None = None
@@ -103,6 +114,14 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
             "last turn. Answer what was asked of you; the rest is context."
         )
     return f"{prompt}\n\n{wiki}" if wiki else prompt
+
+
+def _workspace(conversation: Conversation) -> Path:
+    """The conversation's workspace, made if missing. Raises SetupError when it cannot be."""
+    try:
+        return ensure_workspace(conversation)
+    except OSError as exc:
+        raise SetupError(f"The conversation's workspace cannot be made: {exc}") from exc
 
 
 class RunHost:
@@ -143,24 +162,27 @@ class RunHost:
                content: dict[str, Any] | None, by: str) -> None:
         self.elicitations.answer(elicitation_id, action, content, by)
 
-    async def host(self) -> None:
-        """Run the agent and end the run in the database, whatever happens; one high-water
+    async def host(self, worker: str) -> None:
+        """Claim the queued run for ``worker`` (nothing more when another worker won it or it
+        ended), run the agent and end the run in the database, whatever happens; one high-water
         mark of the log follows the end (:mod:`apps.rooms.tail`), and a completed first exchange
         gets its title (:mod:`apps.rooms.titles`)."""
         after_end: list[Coroutine[Any, Any, None]] = []
         try:
-            setup = await database_sync_to_async(self._setup)()
+            setup = await database_sync_to_async(self._begin)(worker)
         except SetupError as exc:
-            conversation_id = await database_sync_to_async(self._fail_setup)(str(exc))
+            conversation_id = await database_call(self._fail_setup, str(exc))
         else:
+            if setup is None:
+                return  # not ours
             conversation_id = setup.conversation.pk
             try:
                 status, error_kind, error_message = await self._run(setup)
-            except Exception as exc:  # e.g. the workspace cannot be made: the run still ends
+            except Exception as exc:  # e.g. the MCP pool broke: the run still ends
                 logger.exception("run %s could not run", self.run_id)
                 status, error_kind, error_message = (RunStatus.FAILED, "internal",
                                                      f"{type(exc).__name__}: {exc}")
-            await database_sync_to_async(self._finish)(setup, status, error_kind, error_message)
+            await database_call(self._finish, setup, status, error_kind, error_message)
             if status == RunStatus.COMPLETED and setup.run.purpose == RunPurpose.REPLY:
                 after_end.append(title_after_end(provider_pool.get(setup.provider),
                                                  setup.model, conversation_id))
@@ -168,7 +190,24 @@ class RunHost:
             await asyncio.gather(self._mark_after_end(conversation_id),
                                  self._settle_notes(conversation_id), *after_end)
 
+    def _begin(self, worker: str) -> _Setup | None:
+        """:meth:`_setup`, then the claim, which also records the run's model (one UPDATE),
+        in one thread hop; None when another worker won the run or it ended (what was read is
+        dropped). A run that cannot be set up is claimed first, then SetupError is raised."""
+        try:
+            setup = self._setup()
+        except SetupError:
+            if not run_claim(self.run_id, worker):
+                return None
+            raise
+        reasoning = reasoning_record(setup.config.reasoning)
+        if not run_claim(self.run_id, worker, model=setup.model, reasoning=reasoning):
+            return None
+        return setup
+
     def _setup(self) -> _Setup:
+        """Everything the run needs from the database and the disk (reads only, and the
+        workspace made). Raises SetupError."""
         run = Run.objects.select_related("conversation__room__team", "started_by").filter(
             pk=self.run_id).first()
         if run is None:
@@ -187,8 +226,6 @@ class RunHost:
                        run_id=run.pk, store=store_for(team))
         config = RunConfig(**params, system=system_prompt(conversation, wiki_prompt(wiki.store)),
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
-        Run.objects.filter(pk=run.pk).update(model=params["model"],
-                                             reasoning=reasoning_record(params["reasoning"]))
         mcp_problems: list[WarningEvent] = []
         mcp_servers = (mcp_pool_servers(team, run.started_by, problems=mcp_problems)
                        if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools
@@ -196,8 +233,10 @@ class RunHost:
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
                       config=config, provider=provider_settings(model.provider),
                       context_window=params["context_window"],
-                      max_output=params["max_tokens"], mcp_servers=mcp_servers,
-                      mcp_problems=mcp_problems, wiki=wiki)
+                      max_output=params["max_tokens"], workspace=_workspace(conversation),
+                      previous_run=notes_previous_run(conversation.pk, run.pk),
+                      none_waiting=not pending_rows(conversation.pk).exists(),
+                      mcp_servers=mcp_servers, mcp_problems=mcp_problems, wiki=wiki)
 
     def _fail_setup(self, message: str) -> int | None:
         """End a run that could not start; its conversation's id (None: the run is gone)."""
@@ -215,14 +254,14 @@ class RunHost:
     async def _run(self, setup: _Setup) -> tuple[RunStatus, str, str]:
         conf = settings.CONFAB
         conversation = setup.conversation
-        await notes_release_before(conversation.pk, self.run_id)
+        await notes_release(setup.previous_run)
         provider = provider_pool.get(setup.provider)  # per event loop: here, not in a thread
-        inbox = PendingMessages(conversation.pk, self.run_id)
+        inbox = PendingMessages(conversation.pk, self.run_id, none_waiting=setup.none_waiting)
         projector = Projector(conversation.pk, self.run_id, inbox,
                               coalesce_ms=conf["COALESCE_MS"],
                               coalesce_bytes=conf["COALESCE_BYTES"])
         self.approvals = RoomApprovals(setup.policy, conf["APPROVAL_TIMEOUT_S"])
-        workspace = await database_sync_to_async(ensure_workspace)(conversation)
+        workspace = setup.workspace
         compaction = CompactionState(consecutive_failures=conversation.compaction_failures,
                                      paused_until=conversation.compaction_paused_until)
         memory = SessionMemory(provider, setup.model, workspace,

@@ -23,7 +23,7 @@ from apps.realtime.groups import run_group
 from apps.realtime.outage import send_or_drop
 from apps.rooms.models import Conversation, Run
 
-__all__ = ["notes_mark_save", "notes_release_before", "notes_settle"]
+__all__ = ["notes_mark_save", "notes_previous_run", "notes_release", "notes_settle"]
 
 
 async def notes_settle(memory: SessionMemory, *, conversation_id: int, run_id: int,
@@ -54,17 +54,18 @@ def notes_mark_save(conversation_id: int, run_id: int, upto: int) -> bool:
                 .update(memory_upto=upto))
 
 
-async def notes_release_before(conversation_id: int, run_id: int) -> None:
-    """Ask the host of the conversation's run before ``run_id``, if any, to cancel its notes
-    agent (a finished run's host takes ``run.stop`` to mean that)."""
-    previous = await database_sync_to_async(_previous_run)(conversation_id, run_id)
+def notes_previous_run(conversation_id: int, run_id: int) -> int | None:
+    """The conversation's run before ``run_id`` (None: none), whose notes agent
+    :func:`notes_release` cancels."""
+    return (Run.objects.filter(conversation_id=conversation_id, pk__lt=run_id)
+            .order_by("-pk").values_list("pk", flat=True).first())
+
+
+async def notes_release(previous: int | None) -> None:
+    """Ask the host of run ``previous`` (:func:`notes_previous_run`), if any, to cancel its
+    notes agent (a finished run's host takes ``run.stop`` to mean that)."""
     if previous is not None:
         # Dropped while the layer is down: that notes agent ends at NOTES_TIMEOUT_S instead,
         # and cannot overwrite this run's mark (notes_mark_save).
         await send_or_drop(get_channel_layer().group_send, run_group(previous),
                            [{"type": "run.stop", "run_id": previous}])
-
-
-def _previous_run(conversation_id: int, run_id: int) -> int | None:
-    return (Run.objects.filter(conversation_id=conversation_id, pk__lt=run_id)
-            .order_by("-pk").values_list("pk", flat=True).first())

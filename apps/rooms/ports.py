@@ -8,8 +8,10 @@ from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from django.db import transaction
+from django.db.models import QuerySet
 
 from apps.engine.mcp import ElicitationAnswer, ElicitationRequest
+from apps.engine.messages import Message as EngineMessage
 from apps.engine.messages import ToolCall
 from apps.engine.ports import ApprovalDecision, Taken, UserAnswer
 from apps.integrations.policy import needs_approval
@@ -17,7 +19,14 @@ from apps.rooms.images import with_image_data
 from apps.rooms.models import Message, MessageStatus
 from apps.rooms.transcript import engine_message
 
-__all__ = ["PendingMessages", "RoomAnswers", "RoomApprovals", "RoomElicitations"]
+__all__ = ["PendingMessages", "RoomAnswers", "RoomApprovals", "RoomElicitations",
+           "pending_rows"]
+
+
+def pending_rows(conversation_id: int) -> QuerySet[Message]:
+    """The conversation's pending messages, oldest first."""
+    return Message.objects.filter(conversation_id=conversation_id,
+                                  status=MessageStatus.PENDING).order_by("id")
 
 
 class PendingMessages:
@@ -26,32 +35,39 @@ class PendingMessages:
 
     ``take`` marks them taken (status complete, attached to the run) and remembers their row
     ids in order; the projector gives them their history positions when the run reports them
-    injected, so positions follow the history's real order.
+    injected, so positions follow the history's real order. ``none_waiting``: the host has just
+    seen that no message was pending (in its setup's thread hop), so the run's first take, at
+    its start, answers at once; a message sent since then waits for the next step boundary, as
+    one sent just after a take does.
     """
 
-    def __init__(self, conversation_id: int, run_id: int) -> None:
+    def __init__(self, conversation_id: int, run_id: int, *, none_waiting: bool = False) -> None:
         self.conversation_id = conversation_id
         self.run_id = run_id
         self.taken_ids: deque[int] = deque()
+        self._none_waiting = none_waiting
 
     async def take(self) -> Taken:
         """Every pending message; they steer when one of them asks for the agent
         (``Message.wakes_agent``: always so in an ``always`` conversation)."""
-        rows = await database_sync_to_async(self._take)()
+        if self._none_waiting:
+            self._none_waiting = False
+            return Taken(messages=[], steer=False)
+        rows, messages = await database_sync_to_async(self._take)()
         self.taken_ids.extend(row.pk for row in rows)
-        messages = await database_sync_to_async(with_image_data)(
-            self.conversation_id, [engine_message(row) for row in rows])
         return Taken(messages=messages, steer=any(row.wakes_agent for row in rows))
 
-    def _take(self) -> list[Message]:
+    def _take(self) -> tuple[list[Message], list[EngineMessage]]:
+        """The pending rows, marked taken, and their engine messages with their images'
+        bytes (one thread hop for both)."""
         with transaction.atomic():
-            rows = list(Message.objects.select_for_update().filter(
-                conversation_id=self.conversation_id, status=MessageStatus.PENDING
-            ).order_by("id"))
+            rows = list(pending_rows(self.conversation_id).select_for_update())
             if rows:
                 Message.objects.filter(pk__in=[r.pk for r in rows]).update(
                     status=MessageStatus.COMPLETE, run_id=self.run_id)
-        return rows
+        if not rows:
+            return rows, []
+        return rows, with_image_data(self.conversation_id, [engine_message(r) for r in rows])
 
 
 class RoomApprovals:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.db import transaction
 
 from apps.engine.clock import MONOTONIC, Clock
@@ -43,6 +42,7 @@ from apps.engine.events import (
     UsageUpdated,
 )
 from apps.engine.sources import sources
+from apps.realtime.publish import database_call
 from apps.rooms.drafts import CHECKPOINT_S, Draft
 from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Message, MessageStatus, RunStatus
@@ -69,10 +69,10 @@ class _Drafted:
 
     __slots__ = ("row_id", "draft", "checkpointed")
 
-    def __init__(self, row_id: int, now: float) -> None:
-        self.row_id = row_id
+    def __init__(self, now: float) -> None:
+        self.row_id = 0  # set once its row is made
         self.draft = Draft()
-        self.checkpointed = now  # its row was made with its empty content
+        self.checkpointed = now  # its row is made with its draft so far
 
 
 class Projector:
@@ -93,6 +93,7 @@ class Projector:
         self._since = 0.0
         self._drafts: dict[str, _Drafted] = {}
         self._started: set[str] = set()  # messages whose first delta has gone out
+        self._starting: MessageStarted | None = None  # stored with its first deltas
         self._last_assistant: int | None = None
         self._lock = asyncio.Lock()
         self.stored = 0  # events stored, for tests and benchmarks
@@ -108,7 +109,10 @@ class Projector:
                     await self._flush()
                 return
             await self._flush()
-            await database_sync_to_async(self._store)(event)
+            if isinstance(event, MessageStarted):
+                self._starting = event  # its first delta follows at once: one write for both
+                return
+            await database_call(self._store, event)  # broadcast from the loop, in order
 
     async def tick(self) -> None:
         """Flush deltas that have waited ``coalesce_ms``."""
@@ -138,6 +142,11 @@ class Projector:
                 or self.clock.now() - self._since >= self.coalesce_s)
 
     async def _flush(self) -> None:
+        if self._starting is not None:
+            started, self._starting = self._starting, None
+            deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
+            await database_call(self._store_start, started, deltas)
+            return
         if not self._buffer:
             return
         deltas, self._buffer, self._buffered_bytes = self._buffer, [], 0
@@ -171,6 +180,31 @@ class Projector:
                 due[drafted.row_id] = drafted.draft.blocks()
         return due
 
+    def _store_start(self, started: MessageStarted, deltas: list[Delta]) -> None:
+        """A message's start with the deltas that followed it (its first one: run start's
+        ``text_delta``) in one transaction, so the room sees the answer begin one thread hop
+        and one commit sooner than through ``_store`` and then the log writer. The message's
+        row is made holding them."""
+        with transaction.atomic():
+            conversation_lock(self.conversation_id)
+            rows = events_append(self.conversation_id,
+                                 [(e.kind, e.model_dump(mode="json")) for e in (started, *deltas)],
+                                 run_id=self.run_id)
+            self._start(started.message_id, rows[-1].seq, deltas)
+        self.stored += len(rows)
+
+    def _start(self, message_id: str, seq: int, deltas: list[Delta]) -> None:
+        """The row and the draft of a message that starts, holding ``deltas``; the log after
+        ``seq`` has the rest."""
+        drafted = _Drafted(self.clock.now())
+        self._drafts[message_id] = drafted
+        for delta in deltas:
+            self._draft_apply(delta)
+        drafted.row_id = Message.objects.create(
+            conversation_id=self.conversation_id, run_id=self.run_id, role="assistant",
+            status=MessageStatus.STREAMING, engine_id=message_id,
+            content=drafted.draft.blocks(), checkpoint_seq=seq).pk
+
     # -- everything else ---------------------------------------------------------------------
     def _store(self, event: RuntimeEvent) -> None:
         with transaction.atomic():
@@ -191,11 +225,7 @@ class Projector:
         """What ``event`` (stored as ``seq``) changes in the transcript."""
         match event:
             case MessageStarted(message_id=message_id):
-                row = Message.objects.create(
-                    conversation_id=self.conversation_id, run_id=self.run_id,
-                    role="assistant", status=MessageStatus.STREAMING, engine_id=message_id,
-                    checkpoint_seq=seq)  # empty as of its start: the log has the rest
-                self._drafts[message_id] = _Drafted(row.pk, self.clock.now())
+                self._start(message_id, seq, [])
             case ToolCallStarted(message_id=mid, index=index, name=name):
                 if (drafted := self._drafts.get(mid)) is not None:
                     drafted.draft.start_call(index, name)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from apps.realtime.broadcast import broadcast_layer
+from apps.realtime.broadcast import BROADCAST
 from apps.realtime.groups import room_group
+from apps.realtime.publish import publish
 from apps.rooms.models import ACTIVE_RUN_STATUSES, Conversation, Run
 
 __all__ = ["SIDEBAR_KINDS", "SIDEBAR_LIMIT", "sidebar_changed_on_commit",
@@ -61,8 +61,9 @@ def _send(conversation_id: int) -> None:
     conversation = _rows(Conversation.objects.filter(pk=conversation_id)).first()
     if conversation is None or conversation.archived:
         return  # deleted or archived meanwhile: nothing to show
-    async_to_sync(broadcast_layer().group_send)(room_group(conversation.room_id), {
-        "type": "room.conversation", "conversation": _row(conversation)})
+    publish("group_send", room_group(conversation.room_id), {
+        "type": "room.conversation", "conversation": _row(conversation)}, robust=True,
+            layer=BROADCAST)
 
 
 def sidebar_changed_on_commit(conversation_id: int) -> None:
@@ -77,6 +78,5 @@ def sidebar_removed_on_commit(room_id: int, conversation_id: int) -> None:
     transaction commits (at once outside one); the room is passed in because a deleted
     conversation can no longer be read then. A failure is logged, never raised."""
     message = {"type": "room.conversation_removed", "conversation_id": conversation_id}
-    transaction.on_commit(
-        lambda: async_to_sync(broadcast_layer().group_send)(room_group(room_id), message),
-        robust=True)
+    transaction.on_commit(lambda: publish("group_send", room_group(room_id), message,
+                                          robust=True, layer=BROADCAST), robust=True)

@@ -2,8 +2,10 @@
 
 In the embedded default it runs inside the server process (``manage.py serve``); with Redis it
 runs in ``manage.py runworker agent-runs`` processes. A handler never blocks: ``run.start``
-claims the run and starts hosting it as a task, then returns. The worker joins each hosted
-run's group, so stop, decide and answer messages reach it wherever they were sent from.
+starts hosting the run as a task, then returns; the host's first thread hop loads what the
+run needs and claims it (one winner: :func:`apps.rooms.services.runs.run_claim`). The worker
+joins each hosted run's group, so stop, decide and answer messages reach it wherever they
+were sent from.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ import logging
 from typing import Any
 
 from channels.consumer import AsyncConsumer
-from channels.db import database_sync_to_async
 
 from apps.realtime.groups import run_group
 from apps.realtime.outage import OutlastingLayer, outlasting
 from apps.rooms.host import RunHost
-from apps.rooms.services.runs import run_claim
 from apps.rooms.sweeper import ensure_sweeper
 
 __all__ = ["RunWorkerConsumer"]
@@ -47,10 +47,10 @@ class RunWorkerConsumer(AsyncConsumer):
     async def run_start(self, message: dict[str, Any]) -> None:
         ensure_sweeper()
         run_id = int(message["run_id"])
-        if not await database_sync_to_async(run_claim)(run_id, self.channel_name):
-            return  # another worker has it, or it ended
         if not hasattr(self, "hosts"):
             self.hosts = {}
+        if run_id in self.hosts:
+            return  # dispatched again while this worker hosts it
         host = self.hosts[run_id] = RunHost(run_id)
         await self.channel_layer.group_add(run_group(run_id), self.channel_name)
         task = asyncio.create_task(self._host(host), name=f"run-host:{run_id}")
@@ -58,7 +58,7 @@ class RunWorkerConsumer(AsyncConsumer):
 
     async def _host(self, host: RunHost) -> None:
         try:
-            await host.host()
+            await host.host(self.channel_name)  # claims it
         except Exception:  # host() ends the run itself; this is the last line of defence
             logger.exception("run %s crashed its host", host.run_id)
         finally:

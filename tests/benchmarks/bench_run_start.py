@@ -20,10 +20,20 @@ works) **cold** (the worker's pool closed before every run: each run starts both
 (the pool kept: the servers started by the first run). Prints the median, p90 and best per case
 (ms). Goal (issue 22): warm overhead <= 30 ms.
 
+``--steps`` adds the timing harness of :mod:`tests.benchmarks.run_start_steps`: ``perf_counter``
+marks around each step from the consumer's receive to the provider's HTTP request (the
+consumer's checks, ``message_post``, ``run.start``, the claim-and-setup hop and its parts, the
+pool's acquire, the runner up to ``StepRun.stream``, the projector's stores), printed per step
+as the median start (ms after the send) and time spent, with the thread hops and SQL statements
+made before the request. On a loaded machine these move less than the totals.
+
 Profiled with ``py-spy record -r 400 -f raw -o prof.raw -- .venv/bin/python -m
-tests.benchmarks.bench_run_start --runs 30`` and with a timing harness that wraps each step of
-send -> model request (the consumer's checks, ``message_post``, the claim, ``RunHost._setup``
-and its parts, the pool's acquire, the Bash notice) with ``perf_counter`` marks.
+tests.benchmarks.bench_run_start --runs 30`` (py-spy from PyPI), the raw stacks folded per
+frame of interest (``message_post``, ``RunHost._setup``, ``HttpProvider.stream_chat``,
+``Atomic.__exit__``): half of ``message_post``'s samples were its commit hooks waiting in
+``AsyncToSync`` for the event loop to send their broadcasts, which is what
+:func:`apps.realtime.publish.database_call` removed. The counts of hops and queries a send and a
+run's start make are pinned by ``tests/consumers/test_send_cost.py``.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import logging
 import os
 import statistics
 import sys
@@ -44,6 +55,7 @@ os.environ.setdefault("CONFAB_MESSAGES_PER_MINUTE", "100000")
 import django
 
 django.setup()
+logging.getLogger("httpx2").setLevel(logging.WARNING)  # no "HTTP Request: POST ..." per run
 
 from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -56,6 +68,7 @@ from apps.integrations.models import McpServerConfig, McpTransport  # noqa: E402
 from apps.rooms.embedded import start_embedded_worker  # noqa: E402
 from apps.rooms.models import Conversation, Room  # noqa: E402
 from config.asgi import application  # noqa: E402
+from tests.benchmarks.run_start_steps import Harness, install  # noqa: E402
 from tests.consumers.conftest import connect, script  # noqa: E402
 from tests.integration.personas import make_user  # noqa: E402
 from tests.services.mcp_servers import python_read_paths, time_command  # noqa: E402
@@ -140,9 +153,13 @@ def setup_team(name: str, origin: str, *, mcp: bool) -> tuple[Any, int]:
     return owner, conversation.pk
 
 
-async def one_run(client: Any, model: ModelClock) -> tuple[float, float, float]:
-    """One run, in ms: (overhead, send -> the model's request, its first text -> the frame)."""
+async def one_run(client: Any, model: ModelClock, steps: Harness | None = None
+                  ) -> tuple[float, float, float]:
+    """One run, in ms: (overhead, send -> the model's request, its first text -> the frame);
+    ``steps``: the timing harness to mark it in."""
     since = len(model.requests)
+    if steps is not None:
+        steps.start()
     started = time.perf_counter()
     await client.send({"type": "send", "client_id": f"b{next(CLIENT_IDS)}",
                        "text": script({"text": TEXT})})
@@ -150,21 +167,25 @@ async def one_run(client: Any, model: ModelClock) -> tuple[float, float, float]:
     seen = time.perf_counter()
     await client.until_event("run_ended")
     arrived, first_text = model.request(since)
+    if steps is not None:
+        steps.done(arrived)
     ms = 1000.0
     return ((seen - started - (first_text - arrived)) * ms, (arrived - started) * ms,
             (seen - first_text) * ms)
 
 
 async def case(label: str, user: Any, conversation_id: int, model: ModelClock, runs: int, *,
-               cold: bool) -> list[float]:
-    """Run ``runs`` runs (warm: one more first, not counted) and print the overheads (ms)."""
+               cold: bool, steps: Harness | None = None) -> list[float]:
+    """Run ``runs`` runs (warm: one more first, not counted) and print the overheads (ms);
+    with ``steps``, then the per-step timings of the counted runs."""
     client, _ = await connect(user, conversation_id)
     figures = []
     for n in range(runs + 1):
         if cold:
             await mcp_pools.aclose_all()
-        figure = await one_run(client, model)
-        if n or cold:  # warm: the first run starts the servers
+        counted = n or cold  # warm: the first run starts the servers
+        figure = await one_run(client, model, steps if counted else None)
+        if counted:
             figures.append(figure)
     await client.close()
     overheads = sorted(f[0] for f in figures)
@@ -174,10 +195,13 @@ async def case(label: str, user: Any, conversation_id: int, model: ModelClock, r
     print(f"{label:<28} median {statistics.median(overheads):7.1f}  p90 {p90:7.1f}  "
           f"best {overheads[0]:7.1f} ms  (send->model {to_model:.1f}, model->room "
           f"{to_room:.1f}; {len(figures)} runs)")
+    if steps is not None and steps.runs:
+        print(steps.report())
+        steps.runs.clear()
     return overheads
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, steps: Harness | None) -> None:
     box: list[ModelClock] = []
     origin, server, task = await serve_model(box)
     model = box[0]
@@ -188,10 +212,11 @@ async def main(runs: int) -> None:
         print(f"send -> first text_delta minus the model's time to first text; model streams "
               f"{RATE:g} tokens/s; load average {os.getloadavg()[0]:.2f}")
         await case("warm-up", *plain, model, 3, cold=True)
-        base = await case("no MCP server", *plain, model, runs, cold=True)
+        base = await case("no MCP server", *plain, model, runs, cold=True, steps=steps)
         cold = await case("2 stdio MCP servers, cold", *with_mcp, model, max(runs // 3, 3),
                           cold=True)
-        warm = await case("2 stdio MCP servers, warm", *with_mcp, model, runs, cold=False)
+        warm = await case("2 stdio MCP servers, warm", *with_mcp, model, runs, cold=False,
+                          steps=steps)
         verdict = "meets" if statistics.median(warm) <= GOAL_MS else "misses"
         print(f"warm median {statistics.median(warm):.1f} ms {verdict} the goal of "
               f"<= {GOAL_MS:g} ms (no MCP: {statistics.median(base):.1f} ms, cold: "
@@ -209,6 +234,8 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=RUNS, help="runs per case")
+    parser.add_argument("--steps", action="store_true",
+                        help="also time each step up to the model request (no MCP and warm)")
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
-    asyncio.run(main(options.runs))
+    asyncio.run(main(options.runs, install() if options.steps else None))

@@ -1,72 +1,136 @@
-"""The database work of a send (issue 22): from a ``send`` frame to its ``ack`` the consumer
-makes a fixed number of thread hops and queries, so an extra lookup on the run-start path
-shows up here. Both are counted by pass-through wrappers (the work runs on other threads):
+"""The database work of a send and of its run's start (issue 22): from a ``send`` frame to its
+``ack`` the consumer makes a fixed number of thread hops and queries, and from ``run.start`` to
+the model's request the run's host makes one hop, so an extra lookup on the run-start path
+shows up here. Hops are counted by pass-through wrappers (the work runs on other threads):
 asgiref's ``SyncToAsync.__call__`` (``database_sync_to_async`` and Django's async ORM both go
-through it) and Django's ``CursorWrapper._execute`` (every statement, savepoints included),
-counting only the work of the consumer's ``receive_json`` (a context variable marks it; asgiref
-carries it into the thread), not the sweeper's or the test's."""
+through it), its ``AsyncToSync.__call__`` (a database thread waiting for the event loop: a
+commit hook that sent from there) and Django's ``CursorWrapper._execute`` (every statement,
+savepoints included), counting only the work of the consumer's ``receive_json`` or of the
+run's host (a context variable marks it; asgiref carries it into the thread), not the
+sweeper's or the test's."""
 
 from __future__ import annotations
 
+import functools
 from contextvars import ContextVar
 from typing import Any
 
 import pytest
-from asgiref.sync import SyncToAsync
+from asgiref.sync import AsyncToSync, SyncToAsync
 from django.db.backends.utils import CursorWrapper
 
 from apps.accounts.models import User
+from apps.engine.providers.base import HttpProvider
 from apps.rooms.consumers import ConversationConsumer
+from apps.rooms.host import RunHost
 from apps.rooms.models import Conversation, ConversationEvent
-from tests.consumers.conftest import connect
+from tests.consumers.conftest import connect, script
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-IN_FRAME: ContextVar[bool] = ContextVar("IN_FRAME", default=False)
+MARK: ContextVar[str] = ContextVar("MARK", default="")
 
 
-def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
-    """``{"hops": [qualname, ...], "queries": [sql, ...]}``, filled from this call on."""
-    seen: dict[str, list[Any]] = {"hops": [], "queries": []}
-    call, execute = SyncToAsync.__call__, CursorWrapper._execute
-    receive = ConversationConsumer.receive_json
+def marking(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, mark: str) -> None:
+    """Run ``owner.name`` (a coroutine method) with :data:`MARK` set to ``mark``."""
+    method = getattr(owner, name)
 
-    async def in_frame(self, *args, **kwargs):
-        token = IN_FRAME.set(True)
+    async def marked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        token = MARK.set(mark)
         try:
-            return await receive(self, *args, **kwargs)
+            return await method(self, *args, **kwargs)
         finally:
-            IN_FRAME.reset(token)
+            MARK.reset(token)
 
-    async def hop(self, *args, **kwargs):
-        if IN_FRAME.get():
+    monkeypatch.setattr(owner, name, marked)
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, mark: str) -> dict[str, list[Any]]:
+    """``{"hops": [qualname, ...], "waits": [...], "queries": [sql, ...]}`` of the work marked
+    ``mark``, filled from this call on (``waits``: a database thread's calls into the loop)."""
+    seen: dict[str, list[Any]] = {"hops": [], "waits": [], "queries": []}
+    call, wait, execute = SyncToAsync.__call__, AsyncToSync.__call__, CursorWrapper._execute
+
+    async def hop(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if MARK.get() == mark:
             seen["hops"].append(getattr(self.func, "__qualname__", "?"))
         return await call(self, *args, **kwargs)
 
-    def query(self, sql, *args):
-        if IN_FRAME.get():
+    def waited(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if MARK.get() == mark:
+            seen["waits"].append(getattr(self.awaitable, "__qualname__", "?"))
+        return wait(self, *args, **kwargs)
+
+    def query(self: Any, sql: str, *args: Any) -> Any:
+        if MARK.get() == mark:
             seen["queries"].append(sql)
         return execute(self, sql, *args)
 
-    monkeypatch.setattr(ConversationConsumer, "receive_json", in_frame)
     monkeypatch.setattr(SyncToAsync, "__call__", hop)
+    monkeypatch.setattr(AsyncToSync, "__call__", waited)
     monkeypatch.setattr(CursorWrapper, "_execute", query)
     return seen
 
 
-async def test_a_send_that_starts_a_run_costs_three_hops_and_fixed_queries(
+async def test_a_send_that_starts_a_run_costs_two_hops_and_fixed_queries(
         alice: User, conversation: Conversation, monkeypatch: pytest.MonkeyPatch) -> None:
     client, _ = await connect(alice, conversation.pk)
-    seen = counted(monkeypatch)
+    marking(monkeypatch, ConversationConsumer, "receive_json", "frame")
+    seen = counted(monkeypatch, "frame")
     await client.send({"type": "send", "client_id": "q1", "text": "@agent hello"})
     ack = await client.until(lambda f: f.get("type") == "ack")
     assert ack["run"] == "started"
     kinds = [k async for k in ConversationEvent.objects.filter(
         conversation=conversation).order_by("seq").values_list("kind", flat=True)]
     assert kinds[-2:] == ["user_message", "run_queued"]  # both events, in this order
-    # the token, the membership with the conversation, message_post; no hop for images
-    assert len(seen["hops"]) == 3, seen["hops"]
-    # the token; membership; conversation; message_post's 16 (one seq UPDATE and one INSERT
-    # for its two events); the sidebar's read after the commit
-    assert len(seen["queries"]) == 20, "\n".join(seen["queries"])
+    # the credentials with the membership and the conversation, message_post; none for images
+    assert seen["hops"] == ["ConversationConsumer._frame_checks", "message_post"]
+    # the broadcasts and run.start leave from the loop, not from the database thread
+    assert seen["waits"] == []
+    # the token; membership; conversation; message_post's 11: the resend check, the rate,
+    # BEGIN, the lock with the agent mode, the run in a savepoint (3), the position, the
+    # message, one seq UPDATE and one INSERT for its two events; the sidebar's read after the
+    # commit
+    assert len(seen["queries"]) == 15, "\n".join(seen["queries"])
+    await client.close()
+
+
+async def test_a_run_makes_one_hop_before_its_model_request(
+        alice: User, conversation: Conversation, worker: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    marking(monkeypatch, RunHost, "host", "host")
+    seen = counted(monkeypatch, "host")
+    begin = counted(monkeypatch, "begin")
+    claim_and_setup = RunHost._begin
+
+    @functools.wraps(claim_and_setup)
+    def beginning(self: Any, worker: str) -> Any:  # on the database thread
+        token = MARK.set("begin")
+        try:
+            return claim_and_setup(self, worker)
+        finally:
+            MARK.reset(token)
+
+    monkeypatch.setattr(RunHost, "_begin", beginning)
+    at_request: dict[str, list[Any]] = {}
+    stream_chat = HttpProvider.stream_chat
+
+    def requesting(self: Any, request: Any) -> Any:
+        if not at_request:
+            at_request.update({key: list(values) for key, values in seen.items()})
+        return stream_chat(self, request)
+
+    monkeypatch.setattr(HttpProvider, "stream_chat", requesting)
+    client, _ = await connect(alice, conversation.pk)
+    await client.send({"type": "send", "client_id": "r1", "text": script({"text": "hi"})})
+    await client.until_event("run_ended")
+    # the setup (workspace, previous run, pending messages) with the claim in one hop; the
+    # projector stores run_started and turn_started beside the request, not before it
+    assert [h for h in at_request["hops"] if h != "Projector._store"] == ["RunHost._begin"]
+    assert seen["waits"] == []  # the run's events leave from the loop
+    # in that hop: the run with its conversation, room, team and starter; the model; the
+    # wiki's record; the team's MCP servers; the history; the previous run; whether a message
+    # waits; the claim, which records the run's model
+    assert len(begin["queries"]) == 8, "\n".join(begin["queries"])
+    assert begin["queries"][-1].startswith('UPDATE "rooms_run" SET "status"')
     await client.close()

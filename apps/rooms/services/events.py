@@ -34,10 +34,14 @@ __all__ = [
 ]
 
 
-def conversation_lock(conversation_id: int) -> None:
+def conversation_lock(conversation_id: int, *fields: str) -> dict[str, Any]:
     """Lock the conversation row until the transaction ends: every writer of the transcript's
-    order (seq, positions, runs) takes it first, so they queue instead of colliding."""
-    list(Conversation.objects.select_for_update().filter(pk=conversation_id).values("pk"))
+    order (seq, positions, runs) takes it first, so they queue instead of colliding. Returns
+    the row's ``fields`` as read under the lock, in the same query (``{}`` when the row is
+    gone)."""
+    rows = Conversation.objects.select_for_update().filter(pk=conversation_id).values(
+        "pk", *fields)
+    return next(iter(rows), {})
 
 
 def positions_allocate(conversation_id: int, count: int) -> int:
@@ -106,7 +110,9 @@ def events_append(conversation_id: int, events: Iterable[tuple[str, dict[str, An
 
     ``payload`` is the event as clients receive it (it holds its own ``kind``).
     """
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (two statements fewer a call): a failure
+    # here fails the caller's whole transaction, which none of them goes on from.
+    with transaction.atomic(savepoint=False):
         rows = events_store(conversation_id, events, run_id=run_id)
         group = conversation_group(conversation_id)
         for row in rows:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from django.db import IntegrityError, transaction
 
 from apps.accounts.models import Membership, User
+from apps.common.errors import not_found
 from apps.rooms.mentions import mentions_agent
 from apps.rooms.models import (
     AgentMode,
@@ -65,8 +66,8 @@ def message_post(*, conversation: Conversation, membership: Membership, text: st
     read: :mod:`apps.rooms.attachments`; images checked:
     :func:`apps.rooms.images.images_attached`); start a run or queue it for the running one.
     Raises ApplicationError: ``forbidden`` (a viewer), ``too_large``
-    (:func:`~apps.rooms.services.limits.require_fits`),
-    ``rate_limited``."""
+    (:func:`~apps.rooms.services.limits.require_fits`), ``rate_limited``, ``not_found`` (the
+    conversation was deleted meanwhile)."""
     require_writer(membership)
     require_fits(text)
     user = membership.user
@@ -95,47 +96,42 @@ def _resent(message: Message) -> PostResult:
                       run=effect)
 
 
-def _wakes_agent(conversation: Conversation, text: str) -> bool:
-    """Whether ``text`` asks for the agent in ``conversation`` (its mode read under the lock:
-    a switch that just committed counts)."""
-    mode = Conversation.objects.values_list("agent_mode", flat=True).get(pk=conversation.pk)
-    return mode == AgentMode.ALWAYS or mentions_agent(text, conversation.room.team.agent_handle)
-
-
 def _post(conversation: Conversation, user: User, text: str, client_id: str,
           attachments: list[dict[str, Any]]) -> PostResult:
-    conversation_lock(conversation.pk)
-    wakes = _wakes_agent(conversation, text)
+    # the agent mode read under the lock: a switch that just committed counts
+    locked = conversation_lock(conversation.pk, "agent_mode")
+    if not locked:
+        raise not_found("conversation")  # deleted since the socket's check
+    wakes = (locked["agent_mode"] == AgentMode.ALWAYS
+             or mentions_agent(text, conversation.room.team.agent_handle))
+    run = _start_run(conversation, user) if wakes else None
+    # it starts the run, or it is chat with no run going: it joins the history now
+    joins = run is not None or (not wakes and active_run(conversation) is None)
     words = [{"type": "text", "text": text}] if text else []  # providers refuse empty text
     message = Message.objects.create(
         conversation=conversation, role="user", author=user, author_name=user.shown_name,
-        content=[*words, *attachments], status=MessageStatus.PENDING,
-        client_id=client_id, wakes_agent=wakes)
-    run = _start_run(conversation, user) if wakes else None
-    if run is not None or (not wakes and active_run(conversation) is None):
-        message.run = run  # it starts the run, or it is chat: it joins the history now
-        message.status = MessageStatus.COMPLETE
-        message.position = positions_allocate(conversation.pk, 1)
-        message.save(update_fields=["run", "status", "position"])
-    queued = message.status == MessageStatus.PENDING
+        content=[*words, *attachments], client_id=client_id, wakes_agent=wakes, run=run,
+        status=MessageStatus.COMPLETE if joins else MessageStatus.PENDING,
+        position=positions_allocate(conversation.pk, 1) if joins else None)
     events = [("user_message", {"kind": "user_message", "message": message_json(message),
-                                "queued": queued})]
+                                "queued": not joins})]
     if run is not None:
         events.append(("run_queued", {"kind": "run_queued", "run_id": run.pk,
                                       "started_by": {"id": user.pk, "name": user.shown_name}}))
     # one seq allocation and one INSERT for both (they share the run)
     events_append(conversation.pk, events, run_id=run.pk if run else None)
     if run is not None:
-        run_dispatch_on_commit(run)
+        run_dispatch_on_commit(run, counted=True)
     effect: RunEffect = "started" if run else "steering" if wakes else "none"
-    return PostResult(message, queued=queued, created=True, run=effect)
+    return PostResult(message, queued=not joins, created=True, run=effect)
 
 
 def _start_run(conversation: Conversation, user: User) -> Run | None:
-    """A new queued run, or None when one is already active (the constraint says so)."""
+    """A new queued run, its dispatch counted (:func:`run_dispatch_on_commit`), or None when
+    one is already active (the constraint says so)."""
     try:
         with transaction.atomic():  # a savepoint: the refusal must not spoil the outer work
             return Run.objects.create(conversation=conversation, started_by=user,
-                                      status=RunStatus.QUEUED)
+                                      status=RunStatus.QUEUED, dispatches=1)
     except IntegrityError:
         return None

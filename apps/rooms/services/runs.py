@@ -116,17 +116,20 @@ def _waiting_events(run: Run) -> Iterator[tuple[str, dict[str, Any]]]:
             yield kind, payload
 
 
-def run_dispatch_on_commit(run: Run) -> None:
-    """Hand the run to a worker once the transaction commits."""
-    Run.objects.filter(pk=run.pk).update(dispatches=run.dispatches + 1)
+def run_dispatch_on_commit(run: Run, *, counted: bool = False) -> None:
+    """Hand the run to a worker once the transaction commits, counting the dispatch
+    (``counted``: already counted, the run was created with ``dispatches=1``)."""
+    if not counted:
+        Run.objects.filter(pk=run.pk).update(dispatches=run.dispatches + 1)
     send_on_commit(RUN_CHANNEL, {"type": "run.start", "run_id": run.pk})
 
 
-def run_claim(run_id: int, worker: str) -> bool:
-    """Whether ``worker`` won the queued run (one conditional UPDATE: one winner)."""
+def run_claim(run_id: int, worker: str, **record: Any) -> bool:
+    """Whether ``worker`` won the queued run (one conditional UPDATE: one winner); ``record``:
+    more fields the same UPDATE sets (the run's ``model`` and ``reasoning``)."""
     now = timezone.now()
     return bool(Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now))
+        status=RunStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now, **record))
 
 
 def run_heartbeat(run_id: int) -> None:

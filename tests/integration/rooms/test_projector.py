@@ -1,14 +1,15 @@
 """The projector's coalescing as the room sees it: a message's first delta goes out at once
-(it is what says the agent started answering), the rest wait for the window."""
+(it is what says the agent started answering), with the message's start, the rest wait for the
+window."""
 
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 
 from apps.accounts.models import Team, User
-from apps.engine.events import TextDelta
-from apps.rooms.models import Conversation, ConversationEvent, Room, Run
+from apps.engine.events import MessageStarted, TextDelta
+from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
 from apps.rooms.ports import PendingMessages
 from apps.rooms.projector import Projector
 
@@ -34,3 +35,36 @@ async def test_the_first_delta_of_a_message_is_stored_at_once_and_the_rest_coale
     assert await stored_deltas(conversation) == ["Hel", "lo room", "Next"]
     await projector.close()
 
+
+
+async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
+        acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Run start (issue 22): message_started and the first text_delta in one thread hop and
+    # one transaction, the row created holding the text; not the start alone, then the delta.
+    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
+    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
+    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
+    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
+                          coalesce_ms=60_000, coalesce_bytes=1 << 20)
+    hops: list[str] = []
+    call = SyncToAsync.__call__
+
+    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(self.func, "__name__", "?"))
+        return await call(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__call__", hop)
+    await projector.handle(MessageStarted(message_id="m1"))
+    assert hops == []  # it waits for its first delta, which follows at once
+    await projector.handle(TextDelta(message_id="m1", text="Hel"))
+    assert hops == ["_store_start"]
+    monkeypatch.setattr(SyncToAsync, "__call__", call)
+    kinds = [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
+        conversation=conversation).order_by("seq")]
+    assert kinds == [(1, "message_started"), (2, "text_delta")]
+    message = await Message.objects.aget(run=run, engine_id="m1")
+    assert (message.status, message.content) == (MessageStatus.STREAMING,
+                                                 [{"type": "text", "text": "Hel"}])
+    await projector.handle(TextDelta(message_id="m1", text="lo"))  # coalesced, as before
+    await projector.close()
+    assert await stored_deltas(conversation) == ["Hel", "lo"]

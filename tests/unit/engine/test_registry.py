@@ -59,6 +59,23 @@ def test_a_broken_schema_is_refused_on_every_registration() -> None:
             ToolRegistry([Broken()])
 
 
+def test_runs_share_one_compiled_validator_per_schema_and_a_changed_schema_gets_its_own(
+) -> None:
+    # Every run registers the same tools: the validator is compiled once per process.
+    def tool(bound: int) -> BaseTool:
+        class Counted(BaseTool):
+            spec = ToolSpec(name="Counted", description="x", parameters={
+                "type": "object", "properties": {"n": {"type": "integer", "maximum": bound}}})
+        return Counted()
+
+    first, second = ToolRegistry([tool(5)]), ToolRegistry([tool(5)])
+    assert first._validators["Counted"] is second._validators["Counted"]
+    changed = ToolRegistry([tool(1)])
+    assert changed._validators["Counted"] is not first._validators["Counted"]
+    assert first.validate("Counted", {"n": 3}) is None
+    assert "maximum" in (changed.validate("Counted", {"n": 3}) or "")
+
+
 def test_validation_explains_every_problem() -> None:
     registry = ToolRegistry([Probe()])
     assert registry.validate("Probe", {"path": "a"}) is None

@@ -1,0 +1,139 @@
+"""Broadcasts after commit from database work called through ``database_call`` (issue 22): the
+commit hooks' messages wait in an outbox and leave from the event loop once the call returns,
+so the database thread never waits for the loop; in order per destination, nothing from a
+rolled-back transaction, everything a committed one queued even when the call then raises.
+Sync code called any other way still sends at once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import channel_layers, get_channel_layer
+from django.db import transaction
+
+from apps.realtime import publish
+from apps.realtime.publish import database_call, group_send_on_commit, send_on_commit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    """A new in-memory layer per test: its queues belong to the test's event loop."""
+    channel_layers.backends.clear()
+
+
+async def joined(group: str) -> str:
+    """A new channel of the default layer, in ``group``."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    return channel
+
+
+async def heard(channel: str, count: int) -> list[dict[str, Any]]:
+    layer = get_channel_layer()
+    return [await asyncio.wait_for(layer.receive(channel), 5) for _ in range(count)]
+
+
+def no_waiting_on_the_loop(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a commit hook waited for the event loop")
+
+
+async def test_a_calls_commit_hooks_send_from_the_loop_once_it_returns_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    group = await joined("g")
+    direct = await get_channel_layer().new_channel()
+    monkeypatch.setattr(publish, "async_to_sync", no_waiting_on_the_loop)
+
+    def work() -> str:
+        with transaction.atomic():
+            group_send_on_commit("g", {"type": "x", "n": 1})
+            send_on_commit(direct, {"type": "y", "n": 1})
+            group_send_on_commit("g", {"type": "x", "n": 2})
+        with transaction.atomic():
+            group_send_on_commit("g", {"type": "x", "n": 3})
+        return "done"
+
+    assert await database_call(work) == "done"
+    assert [m["n"] for m in await heard(group, 3)] == [1, 2, 3]
+    assert [m["n"] for m in await heard(direct, 1)] == [1]
+
+
+async def test_a_rolled_back_transaction_sends_nothing_and_a_committed_one_sends_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    group = await joined("g")
+    monkeypatch.setattr(publish, "async_to_sync", no_waiting_on_the_loop)
+
+    def work() -> None:
+        with transaction.atomic():
+            group_send_on_commit("g", {"type": "x", "n": 1})
+        try:
+            with transaction.atomic():
+                group_send_on_commit("g", {"type": "x", "n": 2})
+                raise ValueError("rolled back")
+        except ValueError:
+            pass
+        raise LookupError("after the commit")
+
+    with pytest.raises(LookupError):
+        await database_call(work)
+    assert [m["n"] for m in await heard(group, 1)] == [1]
+    layer = get_channel_layer()
+    with pytest.raises(TimeoutError):  # the rolled-back one never comes
+        await asyncio.wait_for(layer.receive(group), 0.2)
+
+
+async def test_sync_code_called_otherwise_sends_at_once() -> None:
+    group = await joined("g")
+
+    def work() -> None:  # e.g. a view: no outbox, the send happens in the hook
+        with transaction.atomic():
+            group_send_on_commit("g", {"type": "x", "n": 1})
+
+    await sync_to_async(work)()
+    assert [m["n"] for m in await heard(group, 1)] == [1]
+
+
+class FailingLayer:
+    """A channel layer that records what it is sent and fails on ``{"fail": True}``."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int]] = []
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        if message.get("fail"):
+            raise RuntimeError("refused")
+        self.sent.append((group, message["n"]))
+
+    send = group_send
+
+
+async def test_a_failed_send_stops_its_destination_and_is_raised_a_robust_one_is_logged(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    layer, other = FailingLayer(), FailingLayer()
+    layers = {"default": layer, "other": other}
+    monkeypatch.setattr(publish, "get_channel_layer", lambda alias: layers[alias])
+
+    def work() -> None:
+        with transaction.atomic():
+            publish.publish("group_send", "room", {"fail": True}, robust=True)
+            publish.publish("group_send", "room", {"n": 1}, robust=True)
+            group_send_on_commit("a", {"n": 1})
+            group_send_on_commit("a", {"fail": True})
+            group_send_on_commit("a", {"n": 2})
+            group_send_on_commit("b", {"n": 1})
+            transaction.on_commit(lambda: publish.publish("group_send", "a", {"n": 9},
+                                                          layer="other"))
+
+    with (caplog.at_level(logging.ERROR, logger="apps.realtime.publish"),
+          pytest.raises(RuntimeError, match="refused")):
+        await database_call(work)
+    # "a" stops at its failure; "b" and the robust "room" go on
+    assert sorted(layer.sent) == [("a", 1), ("b", 1), ("room", 1)]
+    assert other.sent == [("a", 9)]  # another layer's group "a" is another destination
+    assert "a broadcast to room failed" in caplog.text
