@@ -104,20 +104,20 @@ class TimeZoneForm(forms.Form):
 class TeamForm(forms.Form):
     """A new team's name."""
 
-    name = forms.CharField(max_length=Team._meta.get_field("name").max_length)
+    name = forms.CharField(max_length=Team._meta.get_field("name").max_length, label=_("Name"))
 
 
 class RoleForm(forms.Form):
     """A member's new role."""
 
-    role = forms.ChoiceField(choices=Role.choices)
+    role = forms.ChoiceField(choices=Role.choices, label=_("Role"))
 
 
 class InvitationForm(forms.Form):
     """An invitation link: the role it grants and, optionally, who alone may use it."""
 
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
-    email = forms.EmailField(required=False,
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER, label=_("Role"))
+    email = forms.EmailField(required=False, label=_("Email"),
                              help_text=_("Only a person with this address may use the link."))
 
     def __init__(self, *args: Any, roles: list[tuple[str, str]], **kwargs: Any) -> None:
@@ -128,5 +128,5 @@ class InvitationForm(forms.Form):
 class TokenForm(forms.Form):
     """A new API token's name."""
 
-    name = forms.CharField(max_length=ApiToken._meta.get_field("name").max_length,
+    name = forms.CharField(max_length=ApiToken._meta.get_field("name").max_length, label=_("Name"),
                            help_text=_("What it is for, e.g. “laptop script”."))

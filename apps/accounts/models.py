@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractUser
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.common.models import TimeStampedModel
@@ -124,7 +125,8 @@ class Membership(TimeStampedModel):
         return Role(self.role)
 
     def __str__(self) -> str:
-        return f"{self.user} in {self.team} ({self.role})"
+        return gettext("%(user)s in %(team)s (%(role)s)") % {
+            "user": self.user, "team": self.team, "role": self.get_role_display()}
 
 
 def hash_secret(raw: str) -> str:

@@ -3,11 +3,16 @@ owners and admins."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from apps.accounts.models import Membership, Role, Team
-from apps.integrations.forms import builtin_tools
+from apps.engine.tools.base import BaseTool
+from apps.engine.tools.defaults import default_tools
+from apps.integrations.forms import PER_CALL_RULES, builtin_tools
 from apps.integrations.models import ModelConfig, TeamAIConfig
 
 pytestmark = pytest.mark.django_db
@@ -68,6 +73,16 @@ def test_the_tool_list_shows_each_tools_own_rule(signed_in, acme, alice) -> None
     assert defaults["Bash"] == "asks for some calls"
     page = signed_in(alice).get(reverse("integrations:team_settings", args=[acme.pk]))
     assert b"Default: asks for some calls" in page.content and b"read-only" in page.content
+
+
+def test_each_per_call_rule_is_the_engines_own_in_english() -> None:
+    """The engine cannot import Django, so it states a per-call rule in English (the docstring
+    of the tool's ``needs_approval``); the form says it in the person's language from
+    ``PER_CALL_RULES``, which must say what the engine says."""
+    engine = {tool.spec.name: inspect.getdoc(type(tool).needs_approval) for tool in default_tools()
+              if type(tool).needs_approval is not BaseTool.needs_approval}
+    with translation.override("en"):
+        assert {name: str(rule) for name, rule in PER_CALL_RULES.items()} == engine
 
 
 def test_the_choices_become_the_policy_lists(signed_in, acme: Team, alice) -> None:
