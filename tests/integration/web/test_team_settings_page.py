@@ -122,7 +122,21 @@ def test_an_owner_names_the_agent_and_the_page_shows_it(signed_in, acme: Team, a
     assert response.context["handle_form"].initial["handle"] == "Robo"
 
 
-@pytest.mark.parametrize("handle", ["two words", "-dash", "x" * 31, "ro.bo", ""])
+@pytest.mark.parametrize(("typed", "stored"), [
+    ("助手", "助手"), ("＠小助手", "小助手"), ("Ассистент", "Ассистент"), ("सहायक", "सहायक"),
+    ("bot_2", "bot_2"), ("Cafe\u0301", "Café"),  # kept in NFC, as mentions are compared
+])
+def test_a_handle_may_be_in_any_script(typed: str, stored: str, signed_in, acme: Team,
+                                       alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                     {"handle": typed}, follow=True)
+    assert b"The agent handle is saved." in response.content
+    acme.refresh_from_db()
+    assert acme.agent_handle == stored
+
+
+@pytest.mark.parametrize("handle", ["two words", "-dash", "x" * 31, "ro.bo", "", "助手！",
+                                    "\u0301x", "a😀"])
 def test_a_bad_handle_is_refused_and_the_stored_one_kept(handle: str, signed_in, acme: Team,
                                                         alice) -> None:
     response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
@@ -130,6 +144,14 @@ def test_a_bad_handle_is_refused_and_the_stored_one_kept(handle: str, signed_in,
     assert response.status_code == 200 and b"errorlist" in response.content
     acme.refresh_from_db()
     assert acme.agent_handle == "agent"
+
+
+def test_a_refused_handle_says_which_characters_it_may_have(signed_in, acme: Team,
+                                                           alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                     {"handle": "助手！"})
+    assert "Letters (of any language), digits, _ and - only, not starting with -." in (
+        response.content.decode())
 
 
 def test_a_member_cannot_name_the_agent(signed_in, acme: Team, bob) -> None:

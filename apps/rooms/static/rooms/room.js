@@ -5,6 +5,7 @@ import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
 import { copiedText, copyWith } from "./copy.js";
 import { setupMessageFocus } from "./focus.js";
+import { imeKey } from "./ime.js";
 import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
 import { Sidebar } from "./sidebar.js";
@@ -276,7 +277,7 @@ function start(root) {
 
   document.addEventListener("keydown", (event) => {
     // Esc stops the run, from anywhere in the room (not from the site's menus).
-    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) return;
+    if (event.key !== "Escape" || imeKey(event) || event.defaultPrevented) return;
     if (event.target === document.body || root.contains(event.target)) stop();
   });
 
