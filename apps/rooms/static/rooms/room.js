@@ -49,8 +49,10 @@ function pageEnd(root) {
 }
 
 function start(root) {
-  const store = new Store({ id: Number(root.dataset.userId), name: root.dataset.userName,
-                            role: root.dataset.role }, pageEnd(root));
+  const you = { id: Number(root.dataset.userId), name: root.dataset.userName,
+                role: root.dataset.role };
+  const clock = { timeZone: root.dataset.timeZone, locale: document.documentElement.lang };
+  const store = new Store(you, pageEnd(root), clock);
   const renderer = new Renderer(root, store);
   const sidebar = new Sidebar(root);
   const socket = new RoomSocket(root.dataset.socketPath, {
