@@ -1,4 +1,4 @@
-"""Token estimates and the compaction threshold, exactly as DESIGN 2.6 gives them.
+"""Token estimates and the compaction threshold of DESIGN 2.6.
 
 - threshold: ``cw = min(context_window or 200000, 200000)``; ``reserved = min(max_output or 8000,
   20000)``; compact at ``cw - reserved - 13000`` tokens;
