@@ -9,6 +9,9 @@ from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm, UserCreationForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.utils import translation
+from django.utils.functional import Promise
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import ApiToken, Role, Team, User
@@ -20,11 +23,17 @@ __all__ = ["InvitationForm", "LanguageForm", "RoleForm", "SignupForm", "TeamForm
 
 
 def _throttle(form: forms.Form, request: HttpRequest | None,
-              action: Literal["signup", "password_reset"], message: str) -> None:
+              action: Literal["signup", "password_reset"], message: str | Promise) -> None:
     """Count this submission of ``form``; refuse it (code ``throttled``) past the limit."""
     email = str(form.data.get("email", ""))
     if request is not None and not attempt_allowed(request, action, email):
-        raise ValidationError(" ".join((str(message), str(THROTTLED))), code="throttled")
+        raise ValidationError(_throttled(message), code="throttled")
+
+
+def _throttled(refused: str | Promise) -> str:
+    """What was refused, then :data:`THROTTLED`, in the active language (Chinese puts no space
+    between two sentences)."""
+    return gettext("%(refused)s %(wait)s") % {"refused": refused, "wait": THROTTLED}
 
 
 class SignupForm(UserCreationForm):
@@ -45,14 +54,15 @@ class SignupForm(UserCreationForm):
 
     def clean(self) -> dict[str, Any]:
         """Refuse at once past the throttle's limit; else Django's checks."""
-        _throttle(self, self.request, "signup", "Too many sign-ups from here or for this "
-                                                "address.")
+        _throttle(self, self.request, "signup",
+                  _("Too many sign-ups from here or for this address."))
         return super().clean()
 
 
 class ThrottledPasswordResetForm(PasswordResetForm):
     """Django's reset form (the same answer whether the address has an account), throttled
-    per email address and per client: past the limit it sends no mail."""
+    per email address and per client: past the limit it sends no mail. The mail speaks its
+    account's language."""
 
     def __init__(self, *args: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,8 +70,17 @@ class ThrottledPasswordResetForm(PasswordResetForm):
 
     def clean(self) -> dict[str, Any]:
         """Refuse at once past the throttle's limit."""
-        _throttle(self, self.request, "password_reset", "Too many password reset requests.")
+        _throttle(self, self.request, "password_reset", _("Too many password reset requests."))
         return super().clean()
+
+    def send_mail(self, subject_template_name: str, email_template_name: str,
+                  context: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        """Each mail in its account's language (the profile's choice), else the requester's:
+        whoever asked, the owner of the address reads it."""
+        language = context["user"].language or translation.get_language()
+        with translation.override(language):
+            super().send_mail(subject_template_name, email_template_name, context,
+                              *args, **kwargs)
 
 
 class ThrottledLoginForm(AuthenticationForm):
@@ -72,14 +91,14 @@ class ThrottledLoginForm(AuthenticationForm):
 
     error_messages = {
         **AuthenticationForm.error_messages,
-        "throttled": f"Too many failed sign-ins. {THROTTLED}",
+        "throttled": _("Too many failed sign-ins."),
     }
 
     def clean(self) -> dict[str, Any]:
         """Refuse at once while locked; else Django's checks."""
         if self.request is not None and login_locked(self.request,
                                                      self.cleaned_data.get("username") or ""):
-            raise ValidationError(self.error_messages["throttled"], code="throttled")
+            raise ValidationError(_throttled(self.error_messages["throttled"]), code="throttled")
         return super().clean()
 
 
@@ -104,20 +123,20 @@ class TimeZoneForm(forms.Form):
 class TeamForm(forms.Form):
     """A new team's name."""
 
-    name = forms.CharField(max_length=Team._meta.get_field("name").max_length)
+    name = forms.CharField(max_length=Team._meta.get_field("name").max_length, label=_("Name"))
 
 
 class RoleForm(forms.Form):
     """A member's new role."""
 
-    role = forms.ChoiceField(choices=Role.choices)
+    role = forms.ChoiceField(choices=Role.choices, label=_("Role"))
 
 
 class InvitationForm(forms.Form):
     """An invitation link: the role it grants and, optionally, who alone may use it."""
 
-    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
-    email = forms.EmailField(required=False,
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER, label=_("Role"))
+    email = forms.EmailField(required=False, label=_("Email"),
                              help_text=_("Only a person with this address may use the link."))
 
     def __init__(self, *args: Any, roles: list[tuple[str, str]], **kwargs: Any) -> None:
@@ -128,5 +147,5 @@ class InvitationForm(forms.Form):
 class TokenForm(forms.Form):
     """A new API token's name."""
 
-    name = forms.CharField(max_length=ApiToken._meta.get_field("name").max_length,
+    name = forms.CharField(max_length=ApiToken._meta.get_field("name").max_length, label=_("Name"),
                            help_text=_("What it is for, e.g. “laptop script”."))

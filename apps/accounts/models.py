@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
-from django.core.validators import RegexValidator
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.crypto import salted_hmac
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from apps.common.models import TimeStampedModel
@@ -75,6 +77,17 @@ class Role(models.TextChoices):
 _RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
 
+def validate_agent_handle(value: str) -> None:
+    """A team's name for its agent: letters and digits of any script (助手, Ассистент, and
+    सहायक with its vowel signs), ``_`` and ``-``, not starting with ``-`` or a mark. Raises
+    ValidationError (code ``invalid``) otherwise."""
+    kinds = [unicodedata.category(char)[0] if char not in "_-" else char for char in value]
+    if not kinds or kinds[0] in ("-", "M") or not set(kinds) <= {"L", "N", "M", "_", "-"}:
+        raise ValidationError(
+            _("Letters (of any language), digits, _ and - only, not starting with -."),
+            code="invalid")
+
+
 class Team(TimeStampedModel):
     """The tenant: every room, conversation, wiki and MCP server belongs to one.
 
@@ -88,10 +101,8 @@ class Team(TimeStampedModel):
     name = models.CharField(verbose_name=_("name"), max_length=100)
     slug = models.SlugField(verbose_name=_("slug"), max_length=100, unique=True)
     tool_policy = models.JSONField(verbose_name=_("tool policy"), default=dict, blank=True)
-    agent_handle = models.CharField(
-        verbose_name=_("agent handle"), max_length=30, default="agent",
-        validators=[RegexValidator(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\Z",
-                                   _("Letters, digits, _ and - only, not starting with -."))])
+    agent_handle = models.CharField(verbose_name=_("agent handle"), max_length=30,
+                                    default="agent", validators=[validate_agent_handle])
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("created by"),
                                    null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -124,7 +135,8 @@ class Membership(TimeStampedModel):
         return Role(self.role)
 
     def __str__(self) -> str:
-        return f"{self.user} in {self.team} ({self.role})"
+        return gettext("%(user)s in %(team)s (%(role)s)") % {
+            "user": self.user, "team": self.team, "role": self.get_role_display()}
 
 
 def hash_secret(raw: str) -> str:

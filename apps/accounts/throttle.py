@@ -31,13 +31,14 @@ from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.core.cache import cache
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import User
 
 __all__ = ["THROTTLED", "ThrottledModelBackend", "attempt_allowed", "login_failed",
            "login_locked", "login_succeeded"]
 
-THROTTLED = "Wait a few minutes and try again."
+THROTTLED = _("Wait a few minutes and try again.")
 """How every throttled form ends its refusal (after what it refused: sign-ins, sign-ups...)."""
 _LIMITS = {"signup": ("SIGNUP_ATTEMPTS", "SIGNUP_CLIENT_ATTEMPTS"),
            "password_reset": ("PASSWORD_RESET_ATTEMPTS", "PASSWORD_RESET_CLIENT_ATTEMPTS")}

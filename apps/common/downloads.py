@@ -15,6 +15,9 @@ from urllib.parse import quote
 __all__ = ["attachment_disposition", "title_filename"]
 
 MAX_NAME_CHARS = 120
+MAX_FILENAME_BYTES = 240
+"""The whole file name's UTF-8 length: file systems count bytes (ext4's and most others' limit
+is 255), and a browser that finds the name taken appends " (1)" to it."""
 # Characters no file system takes (Windows is the strictest), and quotes that would end the
 # quoted-string of filename=.
 _UNSAFE = re.compile(r'[\\/:*?"<>|]+')
@@ -24,12 +27,15 @@ _SPACES = re.compile(r"\s+")
 def title_filename(title: str, extension: str, *, fallback: str) -> str:
     """``title`` as ``<name>.<extension>``: NFC, control and format characters dropped,
     ``\\ / : * ? " < > |`` turned into ``-``, white space collapsed, leading and trailing
-    dots and spaces stripped, at most :data:`MAX_NAME_CHARS` characters before the
-    extension. ``fallback`` (e.g. ``conversation-12``) when nothing is left."""
+    dots and spaces stripped, at most :data:`MAX_NAME_CHARS` characters before the extension
+    and :data:`MAX_FILENAME_BYTES` UTF-8 bytes with it (cut between characters, never inside
+    one). ``fallback`` (e.g. ``conversation-12``) when nothing is left."""
     text = unicodedata.normalize("NFC", title)
     text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C" or ch in "\t\n")
     text = _SPACES.sub(" ", _UNSAFE.sub("-", text)).strip(" .")
-    name = text[:MAX_NAME_CHARS].rstrip(" .") or fallback
+    room = MAX_FILENAME_BYTES - len(f".{extension}".encode())
+    text = text[:MAX_NAME_CHARS].encode()[:room].decode(errors="ignore")  # drops a cut char
+    name = text.rstrip(" .") or fallback
     return f"{name}.{extension}"
 
 

@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from django import forms
+from django.utils.formats import number_format
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -36,6 +37,7 @@ __all__ = [
     "BuiltinTool",
     "DefaultModelForm",
     "McpHttpServerForm",
+    "PER_CALL_RULES",
     "SecretMapField",
     "ToolPolicyForm",
     "builtin_tools",
@@ -45,11 +47,20 @@ __all__ = [
 DEFAULT, REQUIRE, EXEMPT = "default", "require", "exempt"
 
 
+ASKS, RUNS_UNASKED, ASKS_SOME = "asks", "runs unasked", "asks for some calls"
+_DEFAULT_LABELS = {ASKS: _("Default: asks"), RUNS_UNASKED: _("Default: runs unasked"),
+                   ASKS_SOME: _("Default: asks for some calls")}
+# The engine cannot import Django, so a tool whose approval depends on the call says for which
+# calls in English, in the docstring of its ``needs_approval``; a person reads it from here.
+PER_CALL_RULES = {"Bash": _("Every command the analyzer cannot prove read-only.")}
+
+
 @dataclass(frozen=True, slots=True)
 class BuiltinTool:
     """A built-in tool as the policy form shows it: ``default`` says whether it asks for
-    approval by itself ("asks", "runs unasked" or "asks for some calls"); ``rule`` says for
-    which calls, when it depends on the call."""
+    approval by itself (:data:`ASKS`, :data:`RUNS_UNASKED` or :data:`ASKS_SOME`); ``rule`` says
+    for which calls, when it depends on the call (:data:`PER_CALL_RULES`, else the engine's
+    English)."""
 
     name: str
     default: str
@@ -64,9 +75,10 @@ def builtin_tools() -> tuple[BuiltinTool, ...]:
 
 def _describe(tool: Any) -> BuiltinTool:
     method = type(tool).needs_approval
+    name = tool.spec.name
     if method is not BaseTool.needs_approval:  # decided per call (Bash: unless read-only)
-        return BuiltinTool(tool.spec.name, "asks for some calls", inspect.getdoc(method) or "")
-    return BuiltinTool(tool.spec.name, "asks" if tool.spec.requires_approval else "runs unasked")
+        return BuiltinTool(name, ASKS_SOME, PER_CALL_RULES.get(name, inspect.getdoc(method) or ""))
+    return BuiltinTool(name, ASKS if tool.spec.requires_approval else RUNS_UNASKED)
 
 
 class AgentHandleForm(forms.Form):
@@ -103,7 +115,9 @@ class DefaultModelForm(forms.Form):
 
 
 def _model_label(model: ModelConfig) -> str:
-    return f"{model} ({model.provider.name}, {model.context_window:,} tokens)"
+    return gettext("%(model)s (%(provider)s, %(tokens)s tokens)") % {
+        "model": model, "provider": model.provider.name,
+        "tokens": number_format(model.context_window, force_grouping=True)}
 
 
 class ToolPolicyForm(forms.Form):
@@ -117,8 +131,8 @@ class ToolPolicyForm(forms.Form):
             self.fields[tool.name] = forms.ChoiceField(
                 label=tool.name, initial=_choice(policy, tool.name),
                 help_text=tool.rule, widget=forms.RadioSelect,
-                choices=[(DEFAULT, f"Default: {tool.default}"), (REQUIRE, "Always ask"),
-                         (EXEMPT, "Never ask")],
+                choices=[(DEFAULT, _DEFAULT_LABELS[tool.default]), (REQUIRE, _("Always ask")),
+                         (EXEMPT, _("Never ask"))],
             )
 
     def lists(self) -> tuple[list[str], list[str]]:

@@ -8,6 +8,7 @@ outcome, with the error ``kind`` of DESIGN 2.3 on failure, and never the API key
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -71,9 +72,12 @@ def team_set_default_model(*, team: Team, model: ModelConfig | None, by: User,
 def team_set_agent_handle(*, team: Team, handle: str, by: User) -> Team:
     """Name the team's agent: ``@<handle>`` calls it in a ``mention`` conversation
     (``@agent`` always does too). Errors: ``not_found``/``forbidden`` (not a manager);
-    ``invalid`` for a handle that is not 1-30 letters, digits, ``_`` or ``-``."""
+    ``invalid`` for a handle that is not 1-30 letters (of any script), digits, ``_`` or ``-``
+    (``validate_agent_handle``). A leading ``@`` or ``＠`` is dropped; the handle is kept in
+    NFC, as mentions are compared."""
     require_manager(by, team)
-    team.agent_handle = handle.strip().removeprefix("@")
+    handle = unicodedata.normalize("NFC", handle.strip())
+    team.agent_handle = handle[1:] if handle[:1] in ("@", "＠") else handle
     try:
         team.clean_fields(exclude=[f.name for f in Team._meta.fields if f.name != "agent_handle"])
     except ValidationError as exc:

@@ -1,7 +1,8 @@
 """Whether a person's message calls the agent in a ``mention`` conversation (DESIGN 3.2).
 
-A mention is ``@`` plus the team's agent handle (``@agent`` always works), case-insensitive, at
-a word boundary, not inside a code span or an e-mail address. Code is found with CommonMark's
+A mention is ``@`` (or the full-width ``＠`` of a Chinese or Japanese keyboard) plus the team's
+agent handle (``@agent`` always works), case-insensitive, at a word boundary, not inside a code
+span or an e-mail address. Text and handle are compared in NFC. Code is found with CommonMark's
 rules (https://spec.commonmark.org/0.31.2/): a code span is a run of N backticks up to the next
 run of exactly N (6.1); a fenced block runs from a line of three or more backticks or tildes to
 a closing fence of the same character at least as long, or to the end of the text (4.5).
@@ -11,6 +12,7 @@ Indented code blocks are not treated as code: chat text is rarely indented on pu
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 
 __all__ = ["AGENT_HANDLE", "mentions_agent"]
@@ -57,17 +59,19 @@ def _without_code(text: str) -> str:
 
 
 def _mention(handle: str) -> re.Pattern[str]:
-    names = {AGENT_HANDLE, handle.lower()}
+    names = {AGENT_HANDLE, unicodedata.normalize("NFC", handle).lower()}
     alternatives = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
     # Before the @: not a character an e-mail's local part could end with (ASCII: Chinese and
-    # Japanese put a mention right after a word, with no space). After the (ASCII) handle: no
-    # ASCII word character, and no ".word" (that would be a domain, as in @agent.io).
-    return re.compile(rf"(?<![A-Za-z0-9_.+%@-])@(?:{alternatives})(?![A-Za-z0-9_-])"
+    # Japanese put a mention right after a word, with no space). After the handle: no ASCII
+    # word character, and no ".word" (that would be a domain, as in @agent.io); a Chinese
+    # handle is followed by the rest of the sentence with no space (@助手帮我看看).
+    return re.compile(rf"(?<![A-Za-z0-9_.+%@＠-])[@＠](?:{alternatives})(?![A-Za-z0-9_-])"
                       r"(?!\.[A-Za-z0-9])", re.IGNORECASE)
 
 
 def mentions_agent(text: str, handle: str = AGENT_HANDLE) -> bool:
     """Whether ``text`` mentions the agent: ``@agent`` or ``@<handle>`` (the team's name for
-    it, ``Team.agent_handle``; any characters are taken literally) outside code and e-mail
-    addresses."""
+    it, ``Team.agent_handle``, in any script; any characters are taken literally) outside code
+    and e-mail addresses."""
+    text = unicodedata.normalize("NFC", text)
     return _mention(handle).search(_without_code(text)) is not None

@@ -18,6 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.accounts.current import current_membership
@@ -129,14 +130,16 @@ def conversation_new(request: HttpRequest, room_id: int) -> HttpResponse:
 def _ended_text(run: Run | None) -> str:
     """What #run-status says before the socket brings the state (room.js says the same)."""
     if run is None:
-        return "Idle"
+        return gettext("Idle")
     if run.status == RunStatus.CANCELLED:
-        return f"Stopped by {run.stopped_by.shown_name}" if run.stopped_by else "Stopped"
+        return (gettext("Stopped by %(name)s") % {"name": run.stopped_by.shown_name}
+                if run.stopped_by else gettext("Stopped"))
     if run.status == RunStatus.COMPLETED:
-        return "Completed"
+        return gettext("Completed")
     if run.status == RunStatus.INTERRUPTED:
-        return "Interrupted — the worker stopped responding"
-    return f"Failed ({run.error_kind})" if run.error_kind else "Failed"
+        return gettext("Interrupted — the worker stopped responding")
+    return (gettext("Failed (%(kind)s)") % {"kind": run.error_kind} if run.error_kind
+            else gettext("Failed"))
 
 
 def _mention_names(team: Team) -> list[dict[str, str]]:

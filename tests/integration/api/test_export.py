@@ -88,10 +88,19 @@ def test_an_export_downloads_under_its_chinese_title(token_client, alice, conver
     ('a\\b:c*d?"e"<f>|g', "a-b-c-d-e-f-g.md"),  # what Windows refuses
     ("  ..周报\t\u200b第 3 周..  ", "周报 第 3 周.md"),  # ends trimmed, format characters dropped
     ("...", "conversation-7.md"),
-    ("长" * 300, "长" * 120 + ".md"),
+    ("long " * 60, ("long " * 24).strip() + ".md"),  # 120 characters at most
+    ("长" * 120, "长" * 79 + ".md"),  # 3 bytes each: 237 + ".md" fit in 240 bytes
+    ("a" + "长" * 120, "a" + "长" * 78 + ".md"),  # a character cut in two is dropped
+    ("𠮷" * 70, "𠮷" * 59 + ".md"),  # 4 bytes each
 ])
 def test_a_title_becomes_a_safe_file_name(title, name) -> None:
     assert title_filename(title, "md", fallback="conversation-7") == name
+    assert len(name.encode()) <= 240 < 255  # what ext4 and most file systems take
+
+
+def test_a_long_chinese_title_keeps_its_extension_within_the_byte_limit() -> None:
+    name = title_filename("部署计划" * 40, "json", fallback="conversation-7")
+    assert name.endswith(".json") and len(name.encode()) <= 240
 
 
 def test_json_export_keeps_everything(token_client, alice, bob, conversation, transcript):

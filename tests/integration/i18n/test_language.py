@@ -8,6 +8,8 @@ import json
 
 import pytest
 from django.conf import settings
+from django.core import mail
+from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -118,3 +120,42 @@ def test_roles_and_notices_from_python_are_translated_too(alice: User, acme) -> 
     invited = client.post(reverse("accounts:invitation_new", args=[acme.pk]),
                           {"role": "member"}, follow=True).content.decode()
     assert "请立即发送此链接。" in invited
+
+
+@pytest.mark.parametrize(("language", "browser", "subject"), [
+    ("zh-hans", ENGLISH, "重置你的 confab 密码"),  # the account's choice beats the requester's
+    ("en", CHINESE, "Reset your confab password"),
+    ("", CHINESE, "重置你的 confab 密码"),  # no choice: the requester's language
+])
+def test_the_password_reset_mail_speaks_the_accounts_language(
+        alice: User, language: str, browser: dict[str, str], subject: str) -> None:
+    alice.language = language
+    alice.save()
+    response = Client().post(reverse("accounts:password_reset"), {"email": alice.email},
+                             **browser)
+    assert response.status_code == 302
+    (sent,) = mail.outbox
+    assert sent.subject == subject
+    assert ("有人申请重置" in sent.body) == subject.startswith("重置")
+
+
+@pytest.mark.parametrize(("url", "data", "refusal"), [
+    (LOGIN, {"username": "alice", "password": "wrong"}, "登录失败次数过多。请过几分钟再试。"),
+    (reverse("accounts:signup"), {"username": "erin", "email": "erin@example.com",
+                                  "password1": "a-long-passphrase-9",
+                                  "password2": "a-long-passphrase-9"},
+     "来自这里或使用该邮箱地址的注册次数过多。请过几分钟再试。"),
+    (reverse("accounts:password_reset"), {"email": "alice@example.com"},
+     "密码重置请求过多。请过几分钟再试。"),
+])
+def test_a_throttled_form_says_so_in_chinese(settings, alice: User, url: str,
+                                             data: dict[str, str], refusal: str) -> None:
+    settings.CONFAB = {**settings.CONFAB, "LOGIN_FAILURES": 1, "SIGNUP_CLIENT_ATTEMPTS": 0,
+                       "PASSWORD_RESET_ATTEMPTS": 0}
+    cache.clear()
+    client = Client()
+    client.post(url, data, **CHINESE)
+    response = client.post(url, data, **CHINESE)
+    cache.clear()
+    assert response.status_code == 429
+    assert refusal in response.content.decode()

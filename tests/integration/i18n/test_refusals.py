@@ -90,7 +90,8 @@ def test_a_bad_agent_handle_is_refused_in_the_persons_language(alice: User, acme
     refused = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
                                     {"handle": "-dash"}, **CHINESE)
     assert refused.status_code == 200
-    assert "只能包含字母、数字、_ 和 -，且不能以 - 开头。" in refused.content.decode()
+    assert "只能包含文字（任何语言的字母或汉字）、数字、_ 和 -，且不能以 - 开头。" in (
+        refused.content.decode())
     acme.refresh_from_db()
     assert acme.agent_handle == "agent"
 

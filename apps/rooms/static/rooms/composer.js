@@ -4,13 +4,14 @@
 // dropped or attached (attachments.js).
 
 import { setupAttachments } from "./attachments.js";
+import { imeKey } from "./ime.js";
 import { setupMentions } from "./mentions.js";
 
 const TYPING_EVERY_MS = 3000;
 
 /** True for an Enter that should send (not Shift+Enter, not while an IME composes). */
 export function isSendKey(event) {
-  return event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229;
+  return event.key === "Enter" && !event.shiftKey && !imeKey(event);
 }
 
 export const BLANK_TEXT = gettext(

@@ -2,10 +2,13 @@
 // data-mention-names JSON, [{name, kind: "agent" | "person"}]). While the list is open, the arrow
 // keys move, Enter or Tab picks, Escape closes it; a click picks too.
 
+import { imeKey } from "./ime.js";
+
 /** The "@word" typed just before `caret` in `text`: {start, query}, or null (an e-mail's
- *  "@" does not count: the server's mention rules say the same). */
+ *  "@" does not count: the server's mention rules say the same). A Chinese or Japanese
+ *  keyboard's full-width "＠" counts as "@"; picking a name writes "@". */
 export function mentionAt(text, caret) {
-  const match = /(^|[^\w.+%@-])@([^\s@]*)$/u.exec(text.slice(0, caret));
+  const match = /(^|[^\w.+%@＠-])[@＠]([^\s@＠]*)$/u.exec(text.slice(0, caret));
   return match ? { start: caret - match[2].length - 1, query: match[2] } : null;
 }
 
@@ -70,7 +73,7 @@ export function setupMentions(area, list, names) {
     update();
   });
   area.addEventListener("keydown", (event) => {
-    if (list.hidden || event.isComposing) return;
+    if (list.hidden || imeKey(event)) return; // Enter there commits the IME's candidate
     const moves = { ArrowDown: 1, ArrowUp: shown.length - 1 };
     if (event.key in moves) {
       active = (active + moves[event.key]) % shown.length;

@@ -4,6 +4,8 @@
 // runs the agent again (the old one stays as an earlier version). Both are offered to writers
 // while no run is active; the server decides (a `conflict` is shown where it was asked for).
 
+import { imeKey } from "./ime.js";
+
 const BUSY_STATUSES = new Set(["streaming", "pending"]);
 
 /** POST `body` (JSON) to `path` as this page's person. Returns `{data, refused}`: the response's
@@ -164,7 +166,7 @@ export function setupMessageActions(root, store, renderer) {
   });
   root.addEventListener("keydown", (event) => {
     const form = event.target.closest && event.target.closest("form.message-edit");
-    if (form && event.key === "Escape") {
+    if (form && event.key === "Escape" && !imeKey(event)) { // not an IME's own Escape
       event.stopPropagation(); // Esc closes the editor; it does not stop the run
       form.remove();
     }

@@ -5,6 +5,7 @@ import { collect as collectElicitation } from "./elicitation.js";
 import { setupComposer, isSendKey } from "./composer.js";
 import { copiedText, copyWith } from "./copy.js";
 import { setupMessageFocus } from "./focus.js";
+import { imeKey } from "./ime.js";
 import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
 import { Sidebar } from "./sidebar.js";
@@ -48,8 +49,10 @@ function pageEnd(root) {
 }
 
 function start(root) {
-  const store = new Store({ id: Number(root.dataset.userId), name: root.dataset.userName,
-                            role: root.dataset.role }, pageEnd(root));
+  const you = { id: Number(root.dataset.userId), name: root.dataset.userName,
+                role: root.dataset.role };
+  const clock = { timeZone: root.dataset.timeZone, locale: document.documentElement.lang };
+  const store = new Store(you, pageEnd(root), clock);
   const renderer = new Renderer(root, store);
   const sidebar = new Sidebar(root);
   const socket = new RoomSocket(root.dataset.socketPath, {
@@ -276,7 +279,7 @@ function start(root) {
 
   document.addEventListener("keydown", (event) => {
     // Esc stops the run, from anywhere in the room (not from the site's menus).
-    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) return;
+    if (event.key !== "Escape" || imeKey(event) || event.defaultPrevented) return;
     if (event.target === document.body || root.contains(event.target)) stop();
   });
 

@@ -41,9 +41,10 @@ function approvalReason(wait) {
 }
 
 export class Store {
-  constructor(you, pageEnd = null) {
+  constructor(you, pageEnd = null, clock = {}) {
     this.you = you; // {id, name, role}: from the page, then from the state frame
     this.pageEnd = pageEnd; // how the last run ended, as the page was rendered
+    this.clock = clock; // {timeZone, locale}: the person's, for the times the room states
     this.local = new Map(); // client_id -> a message this tab sent, until the server has it
     this.reset();
   }
@@ -466,7 +467,8 @@ export class Store {
     // The breaker's cooldown (DESIGN 2.6): say so until a compaction works ("compacted"
     // replaces this notice).
     const text = gettext("%(why)s: automatic compaction is paused until %(until)s. “Compact now” tries again at once.");
-    this.notice("compaction", "warn", interpolate(text, { why, until: fmtClock(until) }, true),
+    const at = fmtClock(until, this.clock);
+    this.notice("compaction", "warn", interpolate(text, { why, until: at }, true),
                 { replace: true });
   }
 
@@ -521,8 +523,11 @@ export class Store {
   }
 }
 
-function fmtClock(iso) {
-  return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+/** The hour and minute of `iso` in the person's time zone and language (the page's; the
+ *  browser's own would differ from the rest of the site). */
+function fmtClock(iso, { timeZone, locale } = {}) {
+  return new Date(iso).toLocaleTimeString(locale || [], { hour: "2-digit", minute: "2-digit",
+                                                          timeZone: timeZone || undefined });
 }
 
 function fmtSeconds(value) {

@@ -6,6 +6,7 @@
 // one is marked "earlier version". "Regenerate", Edit, Fork and renaming are REST and socket
 // calls; what they change arrives as events (messages_superseded, title_changed) like anyone's.
 
+import { imeKey } from "./ime.js";
 import { apiPost, renderMessageActions, setupMessageActions } from "./message_actions.js";
 import { hiddenMessages, versionSlots } from "./version_slots.js";
 
@@ -149,7 +150,7 @@ export function setupVersions(root, store, socket, renderer) {
     if (title && socket.send({ type: "rename", title })) form.hidden = true;
   });
   form.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") {
+    if (event.key === "Escape" && !imeKey(event)) { // not an IME's own Escape
       event.stopPropagation(); // Esc closes the form here; it does not stop the run
       form.hidden = true;
     }
