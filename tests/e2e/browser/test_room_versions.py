@@ -33,8 +33,9 @@ def test_each_regenerated_answer_is_a_version_behind_its_own_switcher(
 
     bob.page.get_by_role("button", name="Regenerate").click()
     for room in (alice, bob):
-        expect(room.run_status).to_have_text("Completed")
+        # the new answer first: until its run is queued the status still says the last run's
         expect(room.messages("assistant")).to_have_count(2)  # both are in the transcript
+        expect(room.run_status).to_have_text("Completed")
         expect(room.messages("assistant").locator("visible=true")).to_have_count(1)
         expect(room.page.locator(".version-switch .version-count")).to_have_text("2/2")
     second = shown_answers(alice)
@@ -52,8 +53,8 @@ def test_each_regenerated_answer_is_a_version_behind_its_own_switcher(
 
     alice.page.get_by_role("button", name="Regenerate").click()  # a new version: shown to all
     for room in (alice, bob):
-        expect(room.run_status).to_have_text("Completed")
         expect(room.page.locator(".version-count")).to_have_text("3/3")
+        expect(room.run_status).to_have_text("Completed")
         expect(room.messages("assistant").locator("visible=true")).to_have_count(1)
     third = shown_answers(bob)
     assert third not in (first, second)
@@ -110,9 +111,11 @@ def test_edit_fork_and_regenerate_from_the_transcript(
 
     alice.page.get_by_role("button", name="Save and ask again").click()
     for room in (alice, bob):
-        expect(room.run_status).to_have_text("Completed")
+        # the new message first: it comes after its run's run_queued, so "Completed" is then
+        # that run's end (until the run is queued the status still says the last run's)
         expect(room.messages("user").locator("visible=true").locator(".body")).to_have_text(
             "Name a fruit.")
+        expect(room.run_status).to_have_text("Completed")
         expect(room.messages("user").locator(".version-count")).to_have_text("2/2")
     expect(alice.transcript.locator("form.message-edit")).to_have_count(0)
     # the earlier version: the question and the answer it had then (itself a 2/2 version)
@@ -121,11 +124,18 @@ def test_edit_fork_and_regenerate_from_the_transcript(
     expect(bob.messages("assistant").locator("visible=true").locator(".version-count")).to_have_text(
         "2/2")
     bob.messages("user").get_by_role("button", name="Next version").click()
+    # The switch redraws at the next frame; until then the earlier answer is the one shown,
+    # and a click keeps to the element its locator found first (a hidden one: it waits for
+    # that one to show, never looks again). So the new version must be on screen first.
+    expect(bob.messages("user").locator("visible=true").locator(".body")).to_have_text(
+        "Name a fruit.")
 
     # Fork at the new answer (streamed live: the page knows it by its engine id only)
     answer = bob.messages("assistant").locator("visible=true")
     expect(answer).to_have_count(1)
-    answer.locator('button[data-action="fork"]').click()
+    fork = answer.locator('button[data-action="fork"]')
+    expect(fork).to_be_visible()  # the current answer, its run over: Fork is offered
+    fork.click()
     bob.page.wait_for_url(lambda url: f"/conversations/{conversation}/" not in url)
     forked = Room(bob.page, int(bob.page.url.rstrip("/").rsplit("/", 1)[1]), "bob")
     expect(forked.messages("user").locator(".body")).to_have_text(["Name a fruit."])
