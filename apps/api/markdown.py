@@ -160,6 +160,8 @@ def _message_heading(message: dict[str, Any]) -> str:
         flags.append("compacted")
     if message["superseded_by_run"] is not None:
         flags.append(f"earlier version, replaced by run {message['superseded_by_run']}")
+    elif message["superseded_by_message"] is not None:
+        flags.append(f"earlier version, replaced by message {message['superseded_by_message']}")
     tail = "".join(f" · *{flag}*" for flag in flags)
     return f"### {who} · {_when(message['created_at'])}{tail}"
 

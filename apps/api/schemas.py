@@ -183,7 +183,12 @@ class ExportConversation(Schema):
 
 
 _SUPERSEDED = ("An earlier version: the run whose messages replaced this one (an edit or a "
-               "regenerated answer); left out of the model's history. Null: current.")
+               "regenerated answer); left out of the model's history. Null: current (or "
+               "replaced by a chat edit: see superseded_by_message).")
+_SUPERSEDED_MESSAGE = ("An earlier version replaced by a chat edit, which starts no run (a "
+                       "`mention` conversation, the new text not mentioning the agent): the "
+                       "message that replaced it; left out of the model's history. Null: "
+                       "current, or replaced by a run.")
 class SourceOut(Schema):
     """A source an answer cites (its citations or grounding): an http(s) ``url``, its
     ``title`` and ``site`` as plain text (docs/protocol.md)."""
@@ -216,6 +221,7 @@ class ExportMessage(Schema):
     sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     compacted: bool
     superseded_by_run: int | None = Field(description=_SUPERSEDED)
+    superseded_by_message: int | None = Field(description=_SUPERSEDED_MESSAGE)
     created_at: datetime
     updated_at: datetime
 
@@ -238,6 +244,7 @@ class RoomMessage(Schema):
     model: str | None
     usage: dict[str, Any] | None
     superseded_by_run: int | None = Field(description=_SUPERSEDED)
+    superseded_by_message: int | None = Field(description=_SUPERSEDED_MESSAGE)
     sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
 

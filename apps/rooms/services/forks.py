@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.rooms.images import images_fork
-from apps.rooms.models import Conversation, Message, MessageStatus
+from apps.rooms.models import CURRENT_VERSION, Conversation, Message, MessageStatus
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import event_append
 from apps.rooms.services.rooms import conversation_create
@@ -42,7 +42,7 @@ def _fork_point(conversation: Conversation, message_id: int) -> Message:
     if message.status != MessageStatus.COMPLETE or message.position is None:
         raise ApplicationError(ErrorCode.CONFLICT, _(
             "That message was stopped before it was complete: fork from an earlier one."))
-    if message.superseded_by_id is not None:
+    if message.earlier_version:
         raise ApplicationError(ErrorCode.CONFLICT,
                                _("That message is an earlier version: fork from the current one."))
     if message.compacted:
@@ -98,8 +98,8 @@ def conversation_fork(*, conversation: Conversation, membership: Membership,
 def _copy_history(source: Conversation, fork: Conversation, *, upto: Message) -> None:
     """Copy ``source``'s history up to ``upto`` into ``fork``, keeping when each was written
     (a copy is not a new message: it must not count towards anyone's rate limit)."""
-    rows = list(Message.objects.filter(conversation=source, position__isnull=False,
-                                       position__lte=upto.position, superseded_by__isnull=True)
+    rows = list(Message.objects.filter(CURRENT_VERSION, conversation=source,
+                                       position__isnull=False, position__lte=upto.position)
                 .order_by("position", "id"))
     contents = images_fork(source, fork, [row.content for row in rows])
     copies = Message.objects.bulk_create([

@@ -133,6 +133,41 @@ def test_edit_fork_and_regenerate_from_the_transcript(
     assert forked.conversation_id != conversation
 
 
+def test_in_a_mention_conversation_an_edit_stays_chat_unless_it_mentions_the_agent(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    conversation = confab_server.new_conversation(request.node.name, agent_mode="mention")
+    alice, bob = people.room("alice", conversation), people.room("bob", conversation)
+    bob.send("Lunch at noon?")
+    mine = bob.messages("user")
+    edit = mine.locator('button[data-action="edit-message"]')
+    expect(edit).to_be_visible()
+    expect(edit).to_have_attribute("title", re.compile(
+        r"^Change your message; .* The agent answers only if the new text mentions it\.$"))
+    edit.click()
+    bob.transcript.locator("form.message-edit textarea").fill("Lunch at one?")
+    bob.transcript.locator("form.message-edit").get_by_role("button", name="Save").click()
+    for room in (alice, bob):  # a new version of the chat, and no run
+        expect(room.messages("user").locator("visible=true").locator(".body")).to_have_text(
+            "Lunch at one?")
+        expect(room.messages("user").locator(".version-count")).to_have_text("2/2")
+        expect(room.run_status).to_have_text("Idle")
+    expect(alice.messages("assistant")).to_have_count(0)
+
+    mine.locator("visible=true").locator('button[data-action="edit-message"]').click()
+    bob.transcript.locator("form.message-edit textarea").fill("@agent lunch at one?")
+    bob.transcript.locator("form.message-edit").get_by_role("button", name="Save").click()
+    for room in (alice, bob):  # a mention runs the agent, as a sent message would
+        expect(room.run_status).to_have_text("Completed")
+        expect(room.messages("user").locator(".version-count")).to_have_text("3/3")
+        expect(room.messages("assistant")).to_have_count(1)
+    bob.reload()  # the versions survive a reload, chat edit included
+    expect(bob.messages("user").locator(".version-count")).to_have_text("3/3")
+    bob.page.get_by_role("button", name="Previous version").first.click()
+    expect(bob.messages("user").locator("visible=true").locator(".body")).to_have_text(
+        "Lunch at one?")
+    expect(bob.messages("assistant").locator("visible=true")).to_have_count(0)
+
+
 def test_the_first_exchange_titles_the_conversation_and_a_rename_reaches_everyone(
         confab_server: ConfabServer, people: People) -> None:
     conversation = confab_server.new_conversation("New conversation")

@@ -193,6 +193,46 @@ def test_only_your_own_last_message_can_be_edited_and_not_during_a_run(
     assert not Message.objects.filter(superseded_by__isnull=False).exists()
 
 
+def test_a_chat_edit_in_a_mention_conversation_stays_chat_and_one_that_mentions_runs(
+        token_client, alice, bob, conversation):
+    """In a ``mention`` conversation an edit follows the rules of a send: a new text that does
+    not mention the agent is chat (no run, replaced by the new message), one that mentions it
+    runs the agent; the earlier versions are in both exports."""
+    Conversation.objects.filter(pk=conversation.pk).update(agent_mode="mention")
+    said = _say(conversation, 1, "Lunch at noon?", author=bob, wakes_agent=False)
+    client = token_client(bob)
+
+    response = _post(client, f"/api/conversations/{conversation.pk}/messages/{said.pk}/edit",
+                     {"text": "Lunch at one?"})
+    assert response.status_code == 201, response.content
+    chat = Message.objects.get(pk=response.json()["id"])
+    assert (response.json()["run_id"], response.json()["wakes_agent"]) == (None, False)
+    assert not Run.objects.filter(conversation=conversation).exists()
+    said.refresh_from_db()
+    assert (said.superseded_by_id, said.superseded_by_message_id) == (None, chat.pk)
+    assert _texts(conversation) == ["Lunch at one?"]
+    events = list(ConversationEvent.objects.filter(conversation=conversation)
+                  .values_list("kind", "payload"))
+    assert [kind for kind, _ in events] == ["messages_superseded", "user_message"]
+    assert {k: events[0][1][k] for k in ("message_ids", "run_id", "message_id")} == {
+        "message_ids": [said.pk], "run_id": None, "message_id": chat.pk}
+
+    mentioned = _post(client, f"/api/conversations/{conversation.pk}/messages/{chat.pk}/edit",
+                      {"text": "@agent lunch at one?"})
+    assert mentioned.status_code == 201, mentioned.content
+    run = Run.objects.get(conversation=conversation, status=RunStatus.QUEUED)
+    assert (mentioned.json()["run_id"], mentioned.json()["wakes_agent"]) == (run.pk, True)
+    chat.refresh_from_db()
+    assert (chat.superseded_by_id, chat.superseded_by_message_id) == (run.pk, None)
+
+    exported = json.loads(streamed_body(client.get(
+        f"/api/conversations/{conversation.pk}/export.json")))
+    assert [(m["superseded_by_run"], m["superseded_by_message"])
+            for m in exported["messages"]] == [(None, chat.pk), (run.pk, None), (None, None)]
+    markdown = streamed_body(client.get(f"/api/conversations/{conversation.pk}/export.md"))
+    assert f"*earlier version, replaced by message {chat.pk}*" in markdown
+
+
 # -- regenerate ----------------------------------------------------------------------------------
 
 

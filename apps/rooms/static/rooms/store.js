@@ -12,6 +12,7 @@ const MAX_SUB_LINES = 30;
 const SUB_WAITS = new Set(["awaiting_approval", "approval_decided", "awaiting_input",
                            "input_received"]);
 
+import { editKey } from "./version_slots.js";
 import { retitle, supersede } from "./versions.js";
 
 let uid = 0;
@@ -238,7 +239,9 @@ export class Store {
     Object.assign(msg, { id: m.id, engineId: m.engine_id, role: m.role, author: m.author,
                          status: m.status, clientId: m.client_id, sending: false,
                          queued: m.status === "pending", wakesAgent: !!m.wakes_agent,
-                         runId: m.run_id ?? null, supersededBy: m.superseded_by_run || null });
+                         runId: m.run_id ?? null,
+                         supersededBy: m.superseded_by_run
+                           || (m.superseded_by_message ? editKey(m.superseded_by_message) : null) });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
     msg.sources = m.sources || [];
