@@ -3,15 +3,17 @@ answer ``{"items": [...], "count": <total>}``."""
 
 from __future__ import annotations
 
-from ninja import Field, Schema
+from ninja import Field
 from ninja.pagination import LimitOffsetPagination
+
+from apps.common.input_schema import InputSchema
 
 __all__ = ["MAX_LIMIT", "Page"]
 
 MAX_LIMIT = 200
 
 
-class PageQuery(Schema):
+class PageQuery(InputSchema):
     limit: int = Field(50, ge=1, le=MAX_LIMIT, description="Items per page.")
     offset: int = Field(0, ge=0, description="Items to skip.")
 

@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
+from apps.common.input_schema import InputSchema
 from apps.engine.messages import ContentBlock
 from apps.rooms.models import Conversation
+from apps.rooms.names import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 from apps.rooms.services.configure import conversation_settings
-from apps.rooms.services.rooms import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 
 __all__ = [
     "READ_ERRORS",
@@ -89,13 +90,20 @@ class RoomOut(Schema):
     updated_at: datetime
 
 
-class RoomCreateIn(Schema):
+_ONE_LINE = ("On one line: runs of spaces, tabs and line breaks become one space, control "
+             "characters are dropped, the ends trimmed; then 1-{most} characters with at least "
+             "one visible one (a letter, digit, punctuation mark or symbol), else `invalid`.")
+_ROOM_NAME = _ONE_LINE.format(most=ROOM_NAME_MAX)
+_TITLE = _ONE_LINE.format(most=CONVERSATION_TITLE_MAX)
+
+
+class RoomCreateIn(InputSchema):
     team_id: int
-    name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
+    name: str = Field(min_length=1, description=_ROOM_NAME)
 
 
-class RoomRenameIn(Schema):
-    name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
+class RoomRenameIn(InputSchema):
+    name: str = Field(min_length=1, description=_ROOM_NAME)
 
 
 AgentModeName = Literal["always", "mention"]
@@ -153,13 +161,13 @@ class ConversationOut(Schema):
         return conversation_settings(obj)
 
 
-class ConversationCreateIn(Schema):
-    title: str = Field("New conversation", min_length=1, max_length=CONVERSATION_TITLE_MAX)
+class ConversationCreateIn(InputSchema):
+    title: str = Field("New conversation", min_length=1, description=_TITLE)
     agent_mode: AgentModeName = "always"
 
 
-class ConversationRenameIn(Schema):
-    title: str = Field(min_length=1, max_length=CONVERSATION_TITLE_MAX)
+class ConversationRenameIn(InputSchema):
+    title: str = Field(min_length=1, description=_TITLE)
 
 
 # -- transcript export ---------------------------------------------------------------------------

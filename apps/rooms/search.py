@@ -61,6 +61,9 @@ class SearchHit:
 
 def _clean(query: str) -> str:
     text = query.strip()  # inner spaces kept: the stored text keeps its own (a literal match)
+    if "\x00" in text:  # PostgreSQL cannot compare with it (apps.common.storable)
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "Search text cannot hold a NUL character."))
     if not text:
         raise ApplicationError(ErrorCode.INVALID, gettext("Search for at least one character."))
     if len(text) > QUERY_MAX_CHARS:

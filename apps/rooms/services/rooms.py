@@ -19,6 +19,7 @@ from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.rooms.images import images_delete
 from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
+from apps.rooms.names import conversation_title, room_name
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append
 from apps.rooms.sidebar import sidebar_changed_on_commit, sidebar_removed_on_commit
@@ -35,10 +36,6 @@ __all__ = [
     "room_rename",
 ]
 
-ROOM_NAME_MAX = Room._meta.get_field("name").max_length
-CONVERSATION_TITLE_MAX = Conversation._meta.get_field("title").max_length
-
-
 def _writer(by: User, team_id: int, what: str) -> Membership:
     """The membership of a member of the team who can write; not_found or forbidden otherwise."""
     membership = membership_of(by, team_id)
@@ -48,30 +45,17 @@ def _writer(by: User, team_id: int, what: str) -> Membership:
     return membership
 
 
-def _clean(value: str, *, field: str, max_length: int) -> str:
-    """``value`` stripped; ``invalid`` when it is empty or longer than ``max_length``."""
-    text = value.strip()
-    if not text:
-        raise ApplicationError(ErrorCode.INVALID, _("The %(field)s cannot be empty.")
-                               % {"field": field})
-    if len(text) > max_length:
-        raise ApplicationError(ErrorCode.INVALID,
-                               _("The %(field)s is longer than %(most)d characters.")
-                               % {"field": field, "most": max_length})
-    return text
-
-
 def room_create(*, team: Team, name: str, by: User) -> Room:
     """A new room in ``team``."""
     _writer(by, team.pk, "team")
-    name = _clean(name, field=_("room name"), max_length=ROOM_NAME_MAX)
+    name = room_name(name)
     return Room.objects.create(team=team, name=name, created_by=by)
 
 
 def room_rename(*, room: Room, name: str, by: User) -> Room:
     """Give ``room`` a new name."""
     _writer(by, room.team_id, "room")
-    room.name = _clean(name, field=_("room name"), max_length=ROOM_NAME_MAX)
+    room.name = room_name(name)
     room.save(update_fields=["name", "updated_at"])
     return room
 
@@ -100,7 +84,7 @@ def conversation_create(*, room: Room, title: str, by: User,
     """A new conversation in ``room`` (refused with ``conflict`` in an archived room);
     ``agent_mode``: an :class:`AgentMode` value (``invalid`` otherwise)."""
     _writer(by, room.team_id, "room")
-    title = _clean(title, field=_("title"), max_length=CONVERSATION_TITLE_MAX)
+    title = conversation_title(title)
     mode = _agent_mode(agent_mode)
     if room.archived:
         raise ApplicationError(ErrorCode.CONFLICT, _("The room is archived."))
@@ -134,7 +118,7 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
     PERSON}`` (the title it has changes nothing and broadcasts nothing). ``invalid`` for an
     empty or too long title."""
     _writer(by, conversation.room.team_id, "conversation")
-    title = _clean(title, field=_("title"), max_length=CONVERSATION_TITLE_MAX)
+    title = conversation_title(title)
     with transaction.atomic():
         if Conversation.objects.filter(pk=conversation.pk).exclude(title=title).update(
                 title=title, updated_at=timezone.now()):

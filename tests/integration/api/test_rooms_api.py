@@ -92,6 +92,49 @@ def test_renames_are_stored_and_blank_names_refused(token_client, bob, room, con
         assert (response.status_code, response.json()["code"]) == (400, "invalid"), body
 
 
+@pytest.mark.parametrize(("title", "stored"), [
+    (" " + "W" * 200 + " ", "W" * 200),  # 1-200 characters once trimmed
+    ("Line one\nline two\t\u3000end", "Line one line two end"),  # one line
+    ("Budget\x07 2027", "Budget 2027"),  # control characters dropped
+    ("\u200bRoadmap", "\u200bRoadmap"),  # an invisible character beside visible ones
+    ("👩\u200d💻 team", "👩\u200d💻 team"),  # a joined emoji keeps its joiner
+])
+def test_a_title_is_one_trimmed_line(token_client, bob, room, conversation, title, stored):
+    client = token_client(bob)
+    renamed = _json(client, "PATCH", f"/api/conversations/{conversation.pk}", {"title": title})
+    assert (renamed.status_code, renamed.json()["title"]) == (200, stored)
+    created = _json(client, "POST", f"/api/rooms/{room.pk}/conversations", {"title": title})
+    assert (created.status_code, created.json()["title"]) == (201, stored)
+
+
+@pytest.mark.parametrize(("title", "why"), [
+    ("\u200b", "The title cannot be empty."),  # shows as an empty sidebar row
+    ("\u200b\u200c\ufeff \n\u3164\u2800", "The title cannot be empty."),
+    ("\n\t", "The title cannot be empty."),
+    ("W" * 201, "The title is longer than 200 characters."),
+    ("W" * 100 + "\n\n" + "W" * 100, "The title is longer than 200 characters."),
+])
+def test_a_title_with_nothing_to_show_or_too_long_is_invalid(
+        token_client, bob, room, conversation, title, why):
+    client = token_client(bob)
+    for response in (
+            _json(client, "PATCH", f"/api/conversations/{conversation.pk}", {"title": title}),
+            _json(client, "POST", f"/api/rooms/{room.pk}/conversations", {"title": title})):
+        assert response.status_code == 400
+        assert response.json() == {"code": "invalid", "message": why}
+    assert list(Conversation.objects.values_list("title", flat=True)) == ["Plans"]
+
+
+def test_a_room_name_follows_the_same_rules(token_client, bob, acme, room):
+    client = token_client(bob)
+    named = _json(client, "PATCH", f"/api/rooms/{room.pk}", {"name": " Ops\nweekly "})
+    assert named.json()["name"] == "Ops weekly"
+    blank = _json(client, "POST", "/api/rooms", {"team_id": acme.pk, "name": "\u200b"})
+    assert blank.json() == {"code": "invalid", "message": "The room name cannot be empty."}
+    assert _json(client, "POST", "/api/rooms",
+                 {"team_id": acme.pk, "name": " " + "R" * 100 + " "}).status_code == 201
+
+
 def test_no_conversation_starts_in_an_archived_room(token_client, bob, room):
     client = token_client(bob)
     client.post(f"/api/rooms/{room.pk}/archive")
