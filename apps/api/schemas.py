@@ -37,8 +37,8 @@ __all__ = [
 
 class ErrorOut(Schema):
     """Every refusal: ``code`` from a closed list (not_authenticated, not_found, forbidden,
-    conflict, invalid, rate_limited, too_large, unsupported_type, unavailable) and a human
-    ``message``."""
+    conflict, invalid, rate_limited, too_large, unsupported_type, unavailable; ``internal`` for
+    a 500, a server bug) and a human ``message``."""
 
     code: str
     message: str
