@@ -45,6 +45,11 @@ def _writer(by: User, team_id: int, what: str) -> Membership:
     return membership
 
 
+def _person(user: User) -> dict[str, object]:
+    """``user`` as events name people: ``{"id", "name"}``."""
+    return {"id": user.pk, "name": user.shown_name}
+
+
 def room_create(*, team: Team, name: str, by: User) -> Room:
     """A new room in ``team``."""
     _writer(by, team.pk, "team")
@@ -107,8 +112,7 @@ def conversation_set_agent_mode(*, conversation: Conversation, agent_mode: str,
             agent_mode=mode).update(agent_mode=mode)
         if changed:
             event_append(conversation.pk, "agent_mode_changed", {
-                "kind": "agent_mode_changed", "agent_mode": mode.value,
-                "by": {"id": by.pk, "name": by.shown_name}})
+                "kind": "agent_mode_changed", "agent_mode": mode.value, "by": _person(by)})
     conversation.agent_mode = mode
     return conversation
 
@@ -123,24 +127,33 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
         if Conversation.objects.filter(pk=conversation.pk).exclude(title=title).update(
                 title=title, updated_at=timezone.now()):
             event_append(conversation.pk, "title_changed", {
-                "kind": "title_changed", "title": title,
-                "by": {"id": by.pk, "name": by.shown_name}})
+                "kind": "title_changed", "title": title, "by": _person(by)})
     conversation.title = title
     return conversation
 
 
 def conversation_archive(*, conversation: Conversation, by: User) -> Conversation:
-    """Archive ``conversation``: it leaves the default lists; its transcript stays."""
+    """Archive ``conversation``: it leaves the default lists; its transcript stays. Its
+    watchers are told with a ``conversation_archived`` ``{"by": PERSON}`` event (archiving an
+    archived one tells nobody again)."""
     _writer(by, conversation.room.team_id, "conversation")
+    now = timezone.now()
+    with transaction.atomic():
+        if Conversation.objects.filter(pk=conversation.pk, archived=False).update(
+                archived=True, updated_at=now):
+            event_append(conversation.pk, "conversation_archived",
+                         {"kind": "conversation_archived", "by": _person(by)})
+            conversation.updated_at = now
     conversation.archived = True
-    conversation.save(update_fields=["archived", "updated_at"])
     sidebar_removed_on_commit(conversation.room_id, conversation.pk)
     return conversation
 
 
 def conversation_delete(*, conversation: Conversation, by: User) -> None:
     """Delete ``conversation`` with its transcript, runs, events, workspace directory and
-    images.
+    images. Its watchers are told with a last ``conversation_deleted`` ``{"by": PERSON}``
+    event, broadcast once the deletion has committed (the log it was written to goes with the
+    conversation, so a socket that missed it learns of the deletion as ``not_found``).
 
     Only its creator or a team owner/admin may (``forbidden``); refused with ``conflict`` while a
     run is active (its worker still writes the transcript and the workspace).
@@ -158,6 +171,8 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
                               status__in=ACTIVE_RUN_STATUSES).exists():
             raise ApplicationError(ErrorCode.CONFLICT,
                                    _("A run is active: stop it before deleting the conversation."))
+        event_append(conversation.pk, "conversation_deleted",
+                     {"kind": "conversation_deleted", "by": _person(by)})
         conversation_id = conversation.pk  # delete() clears the pk
         conversation.delete()
         sidebar_removed_on_commit(conversation.room_id, conversation_id)

@@ -93,3 +93,28 @@ def test_on_a_phone_the_sidebar_folds_behind_a_toggle(
     page.set_viewport_size({"width": 1200, "height": 900})
     expect(page.locator("#sidebar-toggle")).to_be_hidden()
     expect(page.locator("#conversation-nav")).to_be_visible()
+
+
+def test_the_watchers_of_an_archived_or_deleted_conversation_are_told_at_once(
+        confab_server: ConfabServer, people: People) -> None:
+    conversation = confab_server.new_conversation("Sidebar: soon archived")
+    bob = people.room("bob", conversation)
+    page = bob.page
+    expect(row(page, conversation)).to_be_visible()
+
+    confab_server.api("POST", f"/api/conversations/{conversation}/archive")
+    notice = page.locator('#notices .notice[data-kind="gone"]')
+    expect(notice.locator(".notice-text")).to_have_text(
+        "Alice archived this conversation: it is no longer listed in the room.")
+    back = notice.get_by_role("link", name="Back to the room")
+    expect(back).to_have_attribute("href", f"/rooms/{confab_server.demo['room']['id']}/")
+    expect(row(page, conversation)).to_have_count(0)
+    expect(page.locator("#connection")).to_have_text("Connected")  # it still works here
+
+    confab_server.api("DELETE", f"/api/conversations/{conversation}", status=204)
+    expect(notice.locator(".notice-text")).to_have_text(
+        "Alice deleted this conversation: nothing more can be said here.")
+    expect(page.locator("#connection")).to_have_text("Disconnected")
+    expect(bob.textarea).to_be_disabled()
+    notice.get_by_role("link", name="Back to the room").click()
+    expect(page).to_have_url(confab_server.url + f"/rooms/{confab_server.demo['room']['id']}/")
