@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
+from apps.api.transcript import fork_origin
 from apps.common.input_schema import InputSchema
 from apps.engine.messages import ContentBlock
 from apps.rooms.models import Conversation
@@ -147,9 +148,7 @@ class ConversationOut(Schema):
 
     @staticmethod
     def resolve_forked_from(obj: Conversation) -> dict[str, int] | None:
-        point = obj.forked_from
-        return ({"conversation_id": point.conversation_id, "message_id": point.pk}
-                if point else None)
+        return fork_origin(obj)
 
     @staticmethod
     def resolve_created_by(obj: Conversation) -> dict[str, Any] | None:
@@ -175,7 +174,8 @@ class ConversationRenameIn(InputSchema):
 
 class ExportConversation(Schema):
     """``created_by``: who created the conversation (null: unknown); ``started_by``: the
-    creator, else the author of its first message from a person."""
+    creator, else the author of its first message from a person; ``forked_from``: for a fork,
+    where it was made (null otherwise, or once that message is gone)."""
 
     id: int
     title: str
@@ -185,6 +185,7 @@ class ExportConversation(Schema):
     team: TeamRef
     created_by: PersonRef | None
     started_by: PersonRef | None
+    forked_from: ForkOrigin | None
     last_seq: int
     created_at: datetime
     updated_at: datetime
@@ -257,14 +258,25 @@ class RoomMessage(Schema):
     created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
 
 
+class ForkMadeOut(Schema):
+    """A conversation forked at one of the page's messages: the fork (its ``conversation_id``
+    and ``title``), the message, and who forked it (null: unknown)."""
+
+    conversation_id: int
+    title: str
+    message_id: int
+    by: PersonRef | None
+
+
 class MessagesPageOut(Schema):
     """One page of the transcript, oldest first; ``before``: the cursor of the next older page
     (pass it as ``?before=``), null at the start; ``wiki_changes``: the ``wiki_changed`` events
-    of the page's runs (docs/protocol.md)."""
+    of the page's runs; ``forks``: the conversations forked at its messages (docs/protocol.md)."""
 
     messages: list[RoomMessage]
     before: str | None
     wiki_changes: list[dict[str, Any]]
+    forks: list[ForkMadeOut]
 
 
 class ExportDecision(Schema):

@@ -33,6 +33,18 @@ function lastPersonMessage(store) {
                                           && !m.supersededBy && m.author);
 }
 
+/** Where the transcript's last turn stands, as the server judges Regenerate: `answered`, an
+ * answer (a current assistant message) follows the last message a person wrote (any answer
+ * when that message is on a page not loaded); `unanswered`, a person's message is the last one
+ * with none after it (a fork that ends with a question, a run that failed before answering),
+ * which "Ask the agent" answers. */
+export function lastTurn(store) {
+  const last = lastPersonMessage(store);
+  const after = last ? store.placed.slice(store.placed.indexOf(last) + 1) : store.placed;
+  const answered = after.some((m) => m.role === "assistant" && !m.supersededBy);
+  return { answered, unanswered: !!last && !answered };
+}
+
 function button(action, text, title) {
   const b = document.createElement("button");
   b.type = "button";

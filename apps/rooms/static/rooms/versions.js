@@ -7,7 +7,7 @@
 // calls; what they change arrives as events (messages_superseded, title_changed) like anyone's.
 
 import { imeKey } from "./ime.js";
-import { apiPost, renderMessageActions, setupMessageActions } from "./message_actions.js";
+import { apiPost, lastTurn, renderMessageActions, setupMessageActions } from "./message_actions.js";
 import { editKey, hiddenMessages, versionSlots } from "./version_slots.js";
 
 export function supersede(store, ev) {
@@ -99,11 +99,7 @@ export function renderVersions(root, store, renderer) {
   renderSwitchers(store, renderer);
   renderMessageActions(store, renderer);
   const regenerate = root.querySelector('button[data-action="regenerate"]');
-  if (regenerate) {
-    const answered = [...store.messages.values()].some((m) => m.role === "assistant"
-                                                              && !m.supersededBy);
-    regenerate.hidden = !!store.run || !store.canWrite || !answered;
-  }
+  if (regenerate) regenerate.hidden = !!store.run || !store.canWrite || !lastTurn(store).answered;
 }
 
 function flip(store, nav, step) {
