@@ -227,7 +227,10 @@ def docs_screenshot(page: Page, stem: str, *, max_height: int = 900,
                     part: Locator | None = None) -> None:
     """``artifacts/<stem>.png`` (the whole page), and with CONFAB_DOCS_SCREENSHOTS=1 the
     README's copy ``docs/screenshots/<stem>.png``: the top of the page down to the end of its
-    content, at most ``max_height`` pixels, or only the element ``part``."""
+    content, at most ``max_height`` pixels, or only the element ``part``. The page is scrolled
+    to its top first: a full-page shot draws a sticky header where the scroll left it (the room
+    scrolls to its last message), which left a blank band above it and the transcript peeking
+    out over it."""
     save_screenshot(page, stem)
     if os.environ.get("CONFAB_DOCS_SCREENSHOTS") != "1":
         return
@@ -235,6 +238,7 @@ def docs_screenshot(page: Page, stem: str, *, max_height: int = 900,
     if part is not None:
         part.screenshot(path=DOCS_SCREENSHOTS / f"{stem}.png", animations="disabled")
         return
+    page.evaluate("window.scrollTo(0, 0)")
     bottom = page.evaluate("() => Math.ceil(document.querySelector('main')"
                            ".getBoundingClientRect().bottom + window.scrollY)")
     width = page.viewport_size["width"] if page.viewport_size else 1200

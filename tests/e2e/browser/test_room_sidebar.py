@@ -53,7 +53,29 @@ def test_the_sidebar_follows_the_room_live_and_switches_conversation(
     expect(row(page, second).locator(".nav-people")).to_have_text("Alice, Bob")
     expect(row(page, first).locator(".nav-people")).to_have_count(0)  # alice left it
     expect(alice.assistant_bodies().last).to_contain_text("budget")
+    assert_the_room_header_keeps_its_rows(page)
     docs_screenshot(page, "room-sidebar")
+
+
+def assert_the_room_header_keeps_its_rows(page: Page) -> None:
+    """At 1200 px the site's bar is one row (an owner's, the longest), the run bar is one row
+    ("The agent answers" on one line beside its select, the exports at its end) and Rename
+    sits beside the title; scrolled down, the sticky header covers the top of the window, with
+    nothing of the transcript above it."""
+    tops = page.evaluate("[...document.querySelector('.topbar').children]"
+                         ".map((e) => e.getBoundingClientRect().bottom)")
+    assert max(tops) < 60, tops  # one row (two would end near 80 px)
+    box = {name: page.locator(selector).bounding_box() for name, selector in (
+        ("status", "#run-status"), ("exports", ".exports"), ("label", "label.agent-mode"),
+        ("select", "#agent-mode"), ("title", ".room-title"), ("rename", "button.rename"))}
+    middle = {name: b["y"] + b["height"] / 2 for name, b in box.items()}
+    assert abs(middle["status"] - middle["exports"]) < 8, box
+    assert box["label"]["height"] <= box["select"]["height"] + 4, box  # one line
+    assert box["rename"]["x"] - (box["title"]["x"] + box["title"]["width"]) < 30, box
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    header = page.locator(".room-header").bounding_box()
+    assert header is not None and abs(header["y"]) < 1, header
+    assert page.evaluate("!!document.elementFromPoint(600, 2)?.closest('.room-header')")
 
 
 def test_on_a_phone_the_sidebar_folds_behind_a_toggle(
