@@ -34,7 +34,8 @@ api = ConfabAPI(
         "Rooms, conversations, transcript exports and wikis of the teams you belong to. "
         "Authenticate with a personal API token (`Authorization: Bearer cf_...`) or a signed-in "
         "session (send `X-CSRFToken` on POST, PUT, PATCH and DELETE). Another team's objects "
-        "answer 404, like missing ones. Errors are `{\"code\", \"message\"}`."
+        "answer 404, like missing ones. Errors are `{\"code\", \"message\"}` (a server bug: "
+        "`500` with code `internal`)."
     ),
     auth=[TokenAuth(), SessionAuth()],
     urls_namespace="api",

@@ -24,6 +24,7 @@ from apps.api.schemas import (
 )
 from apps.api.transcript import conversation_record, streamed, transcript_json
 from apps.common.downloads import title_filename
+from apps.common.storable import StorableText
 from apps.rooms.history import messages_page
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
@@ -68,7 +69,7 @@ def get_conversation(request: HttpRequest, conversation_id: int) -> Conversation
 @router.get("/conversations/{conversation_id}/messages",
             response={200: MessagesPageOut, READ_ERRORS: ErrorOut})
 def list_messages(request: HttpRequest, conversation_id: int,
-                  before: str | None = None) -> dict[str, Any]:
+                  before: StorableText | None = None) -> dict[str, Any]:
     """The newest page of the transcript, or with ``before`` (a page's cursor) the page just
     older than it: as the room's ``state`` and ``history`` frames carry them. ``400 invalid``
     for a cursor that is not one."""

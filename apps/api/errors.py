@@ -4,13 +4,16 @@
 Services raise :class:`~apps.common.errors.ApplicationError`; django-ninja's own refusals
 (no credentials, a body that does not validate, an unknown route parameter) and a request body
 over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (``too_large``, 413) are mapped onto the same closed list
-of codes.
+of codes. Anything else a view raises is a bug: it is logged as Django logs a 500 (the
+``django.request`` logger, with its traceback) and answered ``500 {"code": "internal",
+"message"}``, never with an HTML page.
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.log import log_response
 from django.utils.translation import gettext as _
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -30,6 +33,9 @@ _CODE_OF_STATUS = {
     503: ErrorCode.UNAVAILABLE,
 }
 _MAX_DETAILS = 5
+_INTERNAL = "internal"
+"""The code of a REST 500: a bug, not a refusal (not an ErrorCode: a service never raises it,
+and a socket closes with 1011 instead)."""
 
 
 def install_error_handlers(api: NinjaAPI) -> None:
@@ -68,6 +74,15 @@ def install_error_handlers(api: NinjaAPI) -> None:
     @api.exception_handler(Http404)
     def missing(request: HttpRequest, exc: Http404) -> HttpResponse:
         return respond(request, not_found())
+
+    @api.exception_handler(Exception)
+    def internal(request: HttpRequest, exc: Exception) -> HttpResponse:
+        response = api.create_response(request, {"code": _INTERNAL, "message": _(
+            "Something went wrong on the server. It has been logged; try again later.")},
+            status=500)
+        log_response("Internal Server Error: %s", request.path, response=response,
+                     request=request, exception=exc)
+        return response
 
 
 def validation_message(exc: ValidationError) -> str:

@@ -13,6 +13,7 @@ from ninja.files import UploadedFile
 
 from apps.api.schemas import READ_ERRORS, WRITE_ERRORS, ErrorOut, ImageOut
 from apps.common.errors import not_found
+from apps.common.storable import StorableText
 from apps.rooms.images import image_for, image_path, image_upload, image_url
 from apps.rooms.models import ConversationImage
 from apps.rooms.selectors import conversation_for
@@ -47,7 +48,7 @@ def upload_image(request: HttpRequest, conversation_id: int,
             response={200: None, READ_ERRORS: ErrorOut}, openapi_extra=_IMAGE_RESPONSE,
             url_name="get_conversation_image")
 def get_conversation_image(request: HttpRequest, conversation_id: int,
-                           image_id: str) -> FileResponse:
+                           image_id: StorableText) -> FileResponse:
     """An image of the conversation, as the type it was sniffed as; never sniffed again by the
     browser (``nosniff``) and never a document (a sandboxing CSP)."""
     image = image_for(user=request.auth, conversation_id=conversation_id, image_id=image_id)

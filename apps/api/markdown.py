@@ -113,11 +113,13 @@ def _name(person: dict[str, Any] | None, default: str = "someone") -> str:
 
 
 def _heading(header: dict[str, Any]) -> str:
-    room, team = header["room"], header["team"]
+    room, team, origin = header["room"], header["team"], header["forked_from"]
+    forked = (f" · forked from conversation {origin['conversation_id']} at message "
+              f"{origin['message_id']}" if origin else "")
     return (f"# {_escape(header['title'])}\n\n"
             f"Team {_escape(team['name'])} · room {_escape(room['name'])} · "
             f"conversation {header['id']} · started by {_name(header['started_by'])} on "
-            f"{_when(header['created_at'])}\n\n---\n\n")
+            f"{_when(header['created_at'])}{forked}\n\n---\n\n")
 
 
 def _message(message: dict[str, Any]) -> str:
@@ -160,6 +162,8 @@ def _message_heading(message: dict[str, Any]) -> str:
         flags.append("compacted")
     if message["superseded_by_run"] is not None:
         flags.append(f"earlier version, replaced by run {message['superseded_by_run']}")
+    elif message["superseded_by_message"] is not None:
+        flags.append(f"earlier version, replaced by message {message['superseded_by_message']}")
     tail = "".join(f" · *{flag}*" for flag in flags)
     return f"### {who} · {_when(message['created_at'])}{tail}"
 

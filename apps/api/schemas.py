@@ -11,10 +11,12 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
+from apps.api.transcript import fork_origin
+from apps.common.input_schema import InputSchema
 from apps.engine.messages import ContentBlock
 from apps.rooms.models import Conversation
+from apps.rooms.names import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 from apps.rooms.services.configure import conversation_settings
-from apps.rooms.services.rooms import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 
 __all__ = [
     "READ_ERRORS",
@@ -36,8 +38,8 @@ __all__ = [
 
 class ErrorOut(Schema):
     """Every refusal: ``code`` from a closed list (not_authenticated, not_found, forbidden,
-    conflict, invalid, rate_limited, too_large, unsupported_type, unavailable) and a human
-    ``message``."""
+    conflict, invalid, rate_limited, too_large, unsupported_type, unavailable; ``internal`` for
+    a 500, a server bug) and a human ``message``."""
 
     code: str
     message: str
@@ -89,13 +91,20 @@ class RoomOut(Schema):
     updated_at: datetime
 
 
-class RoomCreateIn(Schema):
+_ONE_LINE = ("On one line: runs of spaces, tabs and line breaks become one space, control "
+             "characters are dropped, the ends trimmed; then 1-{most} characters with at least "
+             "one visible one (a letter, digit, punctuation mark or symbol), else `invalid`.")
+_ROOM_NAME = _ONE_LINE.format(most=ROOM_NAME_MAX)
+_TITLE = _ONE_LINE.format(most=CONVERSATION_TITLE_MAX)
+
+
+class RoomCreateIn(InputSchema):
     team_id: int
-    name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
+    name: str = Field(min_length=1, description=_ROOM_NAME)
 
 
-class RoomRenameIn(Schema):
-    name: str = Field(min_length=1, max_length=ROOM_NAME_MAX)
+class RoomRenameIn(InputSchema):
+    name: str = Field(min_length=1, description=_ROOM_NAME)
 
 
 AgentModeName = Literal["always", "mention"]
@@ -139,9 +148,7 @@ class ConversationOut(Schema):
 
     @staticmethod
     def resolve_forked_from(obj: Conversation) -> dict[str, int] | None:
-        point = obj.forked_from
-        return ({"conversation_id": point.conversation_id, "message_id": point.pk}
-                if point else None)
+        return fork_origin(obj)
 
     @staticmethod
     def resolve_created_by(obj: Conversation) -> dict[str, Any] | None:
@@ -153,13 +160,13 @@ class ConversationOut(Schema):
         return conversation_settings(obj)
 
 
-class ConversationCreateIn(Schema):
-    title: str = Field("New conversation", min_length=1, max_length=CONVERSATION_TITLE_MAX)
+class ConversationCreateIn(InputSchema):
+    title: str = Field("New conversation", min_length=1, description=_TITLE)
     agent_mode: AgentModeName = "always"
 
 
-class ConversationRenameIn(Schema):
-    title: str = Field(min_length=1, max_length=CONVERSATION_TITLE_MAX)
+class ConversationRenameIn(InputSchema):
+    title: str = Field(min_length=1, description=_TITLE)
 
 
 # -- transcript export ---------------------------------------------------------------------------
@@ -167,7 +174,8 @@ class ConversationRenameIn(Schema):
 
 class ExportConversation(Schema):
     """``created_by``: who created the conversation (null: unknown); ``started_by``: the
-    creator, else the author of its first message from a person."""
+    creator, else the author of its first message from a person; ``forked_from``: for a fork,
+    where it was made (null otherwise, or once that message is gone)."""
 
     id: int
     title: str
@@ -177,13 +185,19 @@ class ExportConversation(Schema):
     team: TeamRef
     created_by: PersonRef | None
     started_by: PersonRef | None
+    forked_from: ForkOrigin | None
     last_seq: int
     created_at: datetime
     updated_at: datetime
 
 
 _SUPERSEDED = ("An earlier version: the run whose messages replaced this one (an edit or a "
-               "regenerated answer); left out of the model's history. Null: current.")
+               "regenerated answer); left out of the model's history. Null: current (or "
+               "replaced by a chat edit: see superseded_by_message).")
+_SUPERSEDED_MESSAGE = ("An earlier version replaced by a chat edit, which starts no run (a "
+                       "`mention` conversation, the new text not mentioning the agent): the "
+                       "message that replaced it; left out of the model's history. Null: "
+                       "current, or replaced by a run.")
 class SourceOut(Schema):
     """A source an answer cites (its citations or grounding): an http(s) ``url``, its
     ``title`` and ``site`` as plain text (docs/protocol.md)."""
@@ -216,6 +230,7 @@ class ExportMessage(Schema):
     sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     compacted: bool
     superseded_by_run: int | None = Field(description=_SUPERSEDED)
+    superseded_by_message: int | None = Field(description=_SUPERSEDED_MESSAGE)
     created_at: datetime
     updated_at: datetime
 
@@ -238,18 +253,30 @@ class RoomMessage(Schema):
     model: str | None
     usage: dict[str, Any] | None
     superseded_by_run: int | None = Field(description=_SUPERSEDED)
+    superseded_by_message: int | None = Field(description=_SUPERSEDED_MESSAGE)
     sources: list[SourceOut] = Field(description="The answer's numbered sources.")
     created_at: str | None = Field(description="ISO 8601, as in the socket's frames.")
+
+
+class ForkMadeOut(Schema):
+    """A conversation forked at one of the page's messages: the fork (its ``conversation_id``
+    and ``title``), the message, and who forked it (null: unknown)."""
+
+    conversation_id: int
+    title: str
+    message_id: int
+    by: PersonRef | None
 
 
 class MessagesPageOut(Schema):
     """One page of the transcript, oldest first; ``before``: the cursor of the next older page
     (pass it as ``?before=``), null at the start; ``wiki_changes``: the ``wiki_changed`` events
-    of the page's runs (docs/protocol.md)."""
+    of the page's runs; ``forks``: the conversations forked at its messages (docs/protocol.md)."""
 
     messages: list[RoomMessage]
     before: str | None
     wiki_changes: list[dict[str, Any]]
+    forks: list[ForkMadeOut]
 
 
 class ExportDecision(Schema):

@@ -18,8 +18,9 @@ router = Router(tags=["search"])
 
 
 class SearchQuery(PageQuery):
-    q: str = Field(min_length=1, max_length=QUERY_MAX_CHARS,
-                   description="Text to find (a literal substring, case-insensitive).")
+    q: str = Field(min_length=1, description=(
+        f"Text to find (a literal substring, case-insensitive): 1-{QUERY_MAX_CHARS} characters "
+        "once its ends are stripped (the service counts: a longer one is `invalid`)."))
     team_id: int | None = Field(None, description="Only this team's conversations.")
 
 

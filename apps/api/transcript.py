@@ -33,6 +33,7 @@ from apps.rooms.transcript import message_json
 __all__ = [
     "CHUNK_ROWS",
     "conversation_record",
+    "fork_origin",
     "message_records",
     "run_records",
     "streamed",
@@ -65,6 +66,13 @@ def _starter(conversation: Conversation) -> User | None:
     return first.author if first else None
 
 
+def fork_origin(conversation: Conversation) -> dict[str, int] | None:
+    """For a fork, ``{"conversation_id", "message_id"}`` of where it was made."""
+    point = conversation.forked_from
+    return ({"conversation_id": point.conversation_id, "message_id": point.pk}
+            if point else None)
+
+
 def conversation_record(conversation: Conversation) -> dict[str, Any]:
     """The conversation's header; reads ``room``, ``room.team``, ``created_by`` and (without a
     creator) the first person's message, so call it before streaming starts (lazy loads are
@@ -79,6 +87,7 @@ def conversation_record(conversation: Conversation) -> dict[str, Any]:
         "team": {"id": room.team.pk, "name": room.team.name},
         "created_by": _person(conversation.created_by),
         "started_by": _person(_starter(conversation)),
+        "forked_from": fork_origin(conversation),
         "last_seq": conversation.last_seq,
         "created_at": _iso(conversation.created_at),
         "updated_at": _iso(conversation.updated_at),

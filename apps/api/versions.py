@@ -14,6 +14,7 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 
 from apps.api.schemas import WRITE_ERRORS, ConversationOut, ErrorOut, RoomMessage
+from apps.common.input_schema import InputSchema
 from apps.rooms.models import Conversation
 from apps.rooms.selectors import conversation_for
 from apps.rooms.services.forks import conversation_fork
@@ -27,11 +28,11 @@ router = Router(tags=["conversations"])
 _SENDING_ERRORS = WRITE_ERRORS | {413, 429}
 
 
-class ForkIn(Schema):
+class ForkIn(InputSchema):
     message_id: int = Field(description="The message the fork's copy of the history ends with.")
 
 
-class EditIn(Schema):
+class EditIn(InputSchema):
     text: str = Field(min_length=1, description="The message's new text.")
 
 

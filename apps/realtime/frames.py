@@ -45,8 +45,8 @@ from pydantic import (
     model_validator,
 )
 
+from apps.common.storable import storable_text
 from apps.common.validation_errors import error_sentence
-from apps.realtime.storable import storable_text
 
 __all__ = [
     "CLIENT_FRAME",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from apps.rooms.services.rooms import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
+from apps.rooms.names import CONVERSATION_TITLE_MAX, ROOM_NAME_MAX
 
 
 class RoomCreateForm(forms.Form):

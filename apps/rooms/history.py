@@ -25,7 +25,7 @@ from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
 
 from apps.common.errors import ApplicationError, ErrorCode
-from apps.rooms.models import ConversationEvent, Message, Run, ToolDecision
+from apps.rooms.models import Conversation, ConversationEvent, Message, Run, ToolDecision
 from apps.rooms.transcript import message_json
 
 __all__ = ["WIKI_CHANGES_SHOWN", "Page", "messages_page"]
@@ -41,15 +41,18 @@ class Page:
     """``messages`` oldest first (clients' MESSAGE objects, with decisions and, for the active
     run's batch, finished results); ``before``: the cursor of the next older page, or None;
     ``wiki_changes``: the ``wiki_changed`` events of the runs of those messages, oldest first
-    (the room shows them under the calls that made them)."""
+    (the room shows them under the calls that made them); ``forks``: the conversations forked
+    at those messages, oldest first, each ``{"conversation_id", "title", "message_id", "by":
+    PERSON | null}`` (the room shows them under the message)."""
 
     messages: list[dict[str, Any]]
     before: str | None
     wiki_changes: list[dict[str, Any]]
+    forks: list[dict[str, Any]]
 
     def as_json(self) -> dict[str, Any]:
         return {"messages": self.messages, "before": self.before,
-                "wiki_changes": self.wiki_changes}
+                "wiki_changes": self.wiki_changes, "forks": self.forks}
 
 
 def messages_page(conversation_id: int, before: str | None = None, *,
@@ -74,7 +77,7 @@ def messages_page(conversation_id: int, before: str | None = None, *,
     messages = [shown for _, shown in reversed(taken)]
     return Page(messages=with_results(with_subagent_waits(with_decisions(messages)), run),
                 before=_cursor(taken[-1][0]) if more and taken else None,
-                wiki_changes=_wiki_changes(messages))
+                wiki_changes=_wiki_changes(messages), forks=_forks(messages))
 
 
 def _newest_first(conversation_id: int, before: str | None, count: int) -> list[Message]:
@@ -113,6 +116,17 @@ def _wiki_changes(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = (ConversationEvent.objects.filter(run_id__in=runs, kind="wiki_changed")
             .order_by("-seq").values_list("payload", flat=True)[:WIKI_CHANGES_SHOWN])
     return list(reversed(rows))
+
+
+def _forks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not messages:
+        return []
+    rows = (Conversation.objects.filter(forked_from_id__in=[m["id"] for m in messages])
+            .select_related("created_by").order_by("id"))
+    return [{"conversation_id": fork.pk, "title": fork.title,
+             "message_id": fork.forked_from_id,
+             "by": ({"id": fork.created_by_id, "name": fork.created_by.shown_name}
+                    if fork.created_by else None)} for fork in rows]
 
 
 def _results_only(message: dict[str, Any]) -> bool:

@@ -112,9 +112,11 @@ class Message(TimeStampedModel):
     ``superseded_by``: the run that replaced this message with a new version (an edit of the
     person's last message, or a regenerated answer): the message keeps its place in the
     transcript and the exports as an earlier version, left out of the model's history; the
-    new version is that run's messages. ``search_text``: the words of ``content`` as plain text
-    (:func:`apps.rooms.plain_text.plain_text`), for search; :meth:`save` keeps it, and so must
-    any ``update()`` of ``content``.
+    new version is that run's messages. ``superseded_by_message``: the same for a chat edit (an
+    edited message that asks nothing of the agent in a ``mention`` conversation starts no run):
+    the message that replaced this one is the new version. ``search_text``: the words of
+    ``content`` as plain text (:func:`apps.rooms.plain_text.plain_text`), for search;
+    :meth:`save` keeps it, and so must any ``update()`` of ``content``.
     """
 
     conversation = models.ForeignKey(Conversation, verbose_name=_("conversation"),
@@ -143,6 +145,9 @@ class Message(TimeStampedModel):
     wakes_agent = models.BooleanField(verbose_name=_("wakes the agent"), default=True)
     superseded_by = models.ForeignKey("Run", verbose_name=_("superseded by"), null=True, blank=True,
                                       on_delete=models.SET_NULL, related_name="superseded")
+    superseded_by_message = models.ForeignKey(
+        "self", verbose_name=_("superseded by message"), null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="+")
     search_text = models.TextField(verbose_name=_("search text"), blank=True, default="")
 
     class Meta:
@@ -161,9 +166,18 @@ class Message(TimeStampedModel):
         indexes = [models.Index(fields=["conversation", "position", "id"],
                                 name="message_page_order")]
 
+    @property
+    def earlier_version(self) -> bool:
+        """Replaced by a newer version (a run's messages or an edited chat message)."""
+        return self.superseded_by_id is not None or self.superseded_by_message_id is not None
+
     def save(self, *args: object, **kwargs: object) -> None:
         self.search_text = plain_text(self.content)
         super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+
+CURRENT_VERSION = Q(superseded_by__isnull=True, superseded_by_message__isnull=True)
+"""The messages no newer version replaced (what the model sees, search finds, a fork copies)."""
 
 
 class RunStatus(models.TextChoices):

@@ -29,7 +29,7 @@ from django.utils.translation import gettext
 
 from apps.accounts.models import User
 from apps.common.errors import ApplicationError, ErrorCode
-from apps.rooms.models import Conversation, Message, MessageStatus
+from apps.rooms.models import CURRENT_VERSION, Conversation, Message, MessageStatus
 
 __all__ = ["QUERY_MAX_CHARS", "SearchHit", "search"]
 
@@ -61,6 +61,9 @@ class SearchHit:
 
 def _clean(query: str) -> str:
     text = query.strip()  # inner spaces kept: the stored text keeps its own (a literal match)
+    if "\x00" in text:  # PostgreSQL cannot compare with it (apps.common.storable)
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "Search text cannot hold a NUL character."))
     if not text:
         raise ApplicationError(ErrorCode.INVALID, gettext("Search for at least one character."))
     if len(text) > QUERY_MAX_CHARS:
@@ -107,8 +110,8 @@ def search(*, user: User, query: str, team_id: int | None = None, limit: int = 2
     titles = (conversations.filter(title__icontains=text).select_related("room__team")
               .order_by("-created_at", "-id"))
     messages = (Message.objects
-                .filter(conversation__in=conversations.values("pk"), search_text__icontains=text,
-                        compacted=False, superseded_by__isnull=True)
+                .filter(CURRENT_VERSION, conversation__in=conversations.values("pk"),
+                        search_text__icontains=text, compacted=False)
                 .exclude(status=MessageStatus.STREAMING)
                 .select_related("conversation__room__team").order_by("-id"))
     title_count = titles.count()

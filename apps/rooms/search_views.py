@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from apps.accounts.current import current_membership
 from apps.common.errors import ApplicationError
+from apps.common.paging import OFFSET_MAX
 from apps.rooms.search import QUERY_MAX_CHARS, SearchHit, search
 
 __all__ = ["search_page"]
@@ -25,8 +26,10 @@ def _parts(hit: SearchHit) -> tuple[str, str, str]:
 
 
 def _offset(request: HttpRequest) -> int:
+    """``?offset=`` within ``0..OFFSET_MAX`` (a larger one shows the furthest page: an empty
+    one past the hits); 0 for anything but a number."""
     try:
-        return max(0, int(request.GET.get("offset", "0")))
+        return min(max(0, int(request.GET.get("offset", "0"))), OFFSET_MAX)
     except ValueError:
         return 0
 

@@ -33,7 +33,8 @@ def run_json(run: Run) -> dict[str, Any]:
 
 def conversation_state(conversation_id: int, membership: Membership) -> dict[str, Any]:
     """``{"type": "state", "seq", "conversation", "you", "messages", "before", "run",
-    "waiting", "todos", "wiki_changes", "compaction", "usage", "models"}`` — see docs/protocol.md;
+    "waiting", "todos", "wiki_changes", "forks", "compaction", "usage", "models"}`` — see
+    docs/protocol.md;
     ``messages`` is the newest page (:mod:`apps.rooms.history`)."""
     with transaction.atomic():
         if connection.vendor == "postgresql":
@@ -61,6 +62,7 @@ def conversation_state(conversation_id: int, membership: Membership) -> dict[str
             "waiting": waiting_for(run),
             "todos": _todos(conversation_id),
             "wiki_changes": page.wiki_changes,
+            "forks": page.forks,
             "compaction": _compaction(conversation),
             "usage": _usage(conversation_id),
             "models": model_choices(conversation.room.team),

@@ -16,9 +16,11 @@ import logging
 from channels.db import database_sync_to_async
 from django.db import transaction
 
+from apps.common.errors import ApplicationError
 from apps.engine.providers.base import AiProvider
 from apps.engine.titles import propose_title
 from apps.rooms.models import Conversation, Message
+from apps.rooms.names import conversation_title
 from apps.rooms.services.events import event_append
 from apps.rooms.transcript import history_rows
 
@@ -52,8 +54,14 @@ def _text(row: Message) -> str:
 
 
 def title_auto_save(conversation_id: int, title: str) -> bool:
-    """Store ``title`` unless the conversation's title is no longer the default (a person
-    renamed it meanwhile); broadcast ``title_changed``. Whether it was stored."""
+    """Store ``title``, cleaned by the rules every title follows
+    (:func:`apps.rooms.names.conversation_title`), unless the conversation's title is no
+    longer the default (a person renamed it meanwhile) or nothing visible is left of it;
+    broadcast ``title_changed``. Whether it was stored."""
+    try:
+        title = conversation_title(title)
+    except ApplicationError:  # blank once cleaned: keep the default, a later run tries again
+        return False
     with transaction.atomic():
         stored = Conversation.objects.filter(pk=conversation_id, title=DEFAULT_TITLE).update(
             title=title)

@@ -11,7 +11,7 @@ from apps.engine.messages import Message as EngineMessage
 from apps.engine.sources import sources
 from apps.rooms.drafts import content_so_far
 from apps.rooms.images import shown_content, with_image_data
-from apps.rooms.models import Message, MessageStatus
+from apps.rooms.models import CURRENT_VERSION, Message, MessageStatus
 from apps.rooms.plain_text import plain_text
 
 __all__ = ["engine_message", "history_of", "history_rows", "message_fields", "message_json"]
@@ -38,8 +38,8 @@ def engine_message(row: Message) -> EngineMessage:
 def history_rows(conversation_id: int) -> QuerySet[Message]:
     """The rows of the history the model sees, in order: positioned, neither compacted nor
     superseded by a newer version."""
-    return (Message.objects.filter(conversation_id=conversation_id, position__isnull=False,
-                                   compacted=False, superseded_by__isnull=True)
+    return (Message.objects.filter(CURRENT_VERSION, conversation_id=conversation_id,
+                                   position__isnull=False, compacted=False)
             .order_by("position"))
 
 
@@ -85,6 +85,7 @@ def message_json(row: Message) -> dict[str, Any]:
         "model": row.model or None,
         "usage": row.usage,
         "superseded_by_run": row.superseded_by_id,
+        "superseded_by_message": row.superseded_by_message_id,
         "sources": sources(row.content) if row.role == "assistant" else [],
         "created_at": row.created_at.isoformat() if row.created_at else None,
     }

@@ -30,7 +30,7 @@ from apps.integrations.mcp_selectors import team_mcp_servers
 from apps.rooms import selectors
 from apps.rooms.forms import ConversationCreateForm, RoomCreateForm
 from apps.rooms.mentions import AGENT_HANDLE
-from apps.rooms.models import Run, RunStatus
+from apps.rooms.models import Conversation, Message, Run, RunStatus
 from apps.rooms.services.limits import message_max_chars
 from apps.rooms.services.rooms import conversation_create, room_create
 
@@ -151,6 +151,17 @@ def _mention_names(team: Team) -> list[dict[str, str]]:
     return agent + people
 
 
+def _fork_origin(conversation: Conversation) -> dict[str, object] | None:
+    """For a fork, where it came from: ``{"title", "url"}`` of the conversation it was forked
+    from, at the message (None when it is no fork, or that message is gone)."""
+    point = (Message.objects.filter(pk=conversation.forked_from_id)
+             .select_related("conversation").first() if conversation.forked_from_id else None)
+    if point is None:
+        return None
+    page = reverse("rooms:conversation", args=[point.conversation_id])
+    return {"title": point.conversation.title, "url": f"{page}#message-{point.pk}"}
+
+
 @login_required
 @require_GET
 def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
@@ -163,6 +174,7 @@ def conversation(request: HttpRequest, conversation_id: int) -> HttpResponse:
         "last_run": ended,
         "run_status_text": _ended_text(ended),
         "conversation": found,
+        "forked_from": _fork_origin(found),
         "room": found.room,
         "team": found.room.team,
         "membership": membership,

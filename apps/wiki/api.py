@@ -23,6 +23,7 @@ normalized to NFC, as is a rename's ``to``.
 from __future__ import annotations
 
 import mimetypes
+from typing import Annotated
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -31,6 +32,7 @@ from ninja import Query, Router, Status
 
 from apps.accounts.models import Team
 from apps.common.errors import ApplicationError, ErrorCode, not_found
+from apps.common.storable import StorableText
 from apps.engine.wiki import HistoryEntry, Page, PageInfo, SearchHit, WriteResult, is_attachment
 from apps.wiki.converters import WIKI_PATH, nfc
 from apps.wiki.schemas import (
@@ -73,6 +75,7 @@ _WIKI = "/teams/{team_id}/wiki"
 _PATH = "{" + WIKI_PATH + ":path}"  # slashes allowed, NFC (apps.wiki.converters)
 _READ = {READ_ERRORS: WikiErrorOut}
 _WRITE = {409: ConflictOut, WRITE_ERRORS: WikiErrorOut}
+CommitMessage = Annotated[StorableText, Query("", max_length=MESSAGE_MAX)]
 _INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _FILE_RESPONSE = {"responses": {200: {
     "description": "The file's bytes, with its Content-Type.",
@@ -90,7 +93,7 @@ def _team(request: HttpRequest, team_id: int) -> Team:
 # The routes below /pages/{path} with a suffix come first: `{path}` takes slashes.
 
 @router.post(_WIKI + "/pages/" + _PATH + "/rename", response={200: WriteOut, **_WRITE})
-def rename_wiki_page(request: HttpRequest, team_id: int, path: str,
+def rename_wiki_page(request: HttpRequest, team_id: int, path: StorableText,
                      payload: PageRenameIn) -> WriteResult:
     """Move a page to ``to`` in one commit; its history follows it. ``409`` when it changed
     since ``expected_blob`` or ``to`` exists."""
@@ -99,7 +102,7 @@ def rename_wiki_page(request: HttpRequest, team_id: int, path: str,
 
 
 @router.post(_WIKI + "/pages/" + _PATH + "/restore", response={200: WriteOut, **_WRITE})
-def restore_wiki_page(request: HttpRequest, team_id: int, path: str,
+def restore_wiki_page(request: HttpRequest, team_id: int, path: StorableText,
                       payload: PageRestoreIn) -> WriteResult:
     """Bring back the page as it was at ``rev``, in a new commit (also a deleted page)."""
     return page_restore(team=_team(request, team_id), by=request.auth, path=path,
@@ -107,20 +110,22 @@ def restore_wiki_page(request: HttpRequest, team_id: int, path: str,
 
 
 @router.get(_WIKI + "/pages", response={200: list[PageInfoOut], **_READ})
-def list_wiki_pages(request: HttpRequest, team_id: int, prefix: str = "") -> list[PageInfo]:
+def list_wiki_pages(request: HttpRequest, team_id: int,
+                    prefix: StorableText = "") -> list[PageInfo]:
     """The pages at ``main`` whose path starts with ``prefix``, by path (``[]`` for a wiki
     nobody wrote yet)."""
     return page_list(team=_team(request, team_id), prefix=nfc(prefix))
 
 
 @router.get(_WIKI + "/pages/" + _PATH, response={200: PageOut, **_READ})
-def get_wiki_page(request: HttpRequest, team_id: int, path: str, rev: str = "HEAD") -> Page:
+def get_wiki_page(request: HttpRequest, team_id: int, path: StorableText,
+                  rev: StorableText = "HEAD") -> Page:
     """A page at ``rev`` (a 40-hex commit id, default ``HEAD``)."""
     return page_read(team=_team(request, team_id), path=path, rev=rev)
 
 
 @router.put(_WIKI + "/pages/" + _PATH, response={200: WriteOut, 201: WriteOut, **_WRITE})
-def save_wiki_page(request: HttpRequest, team_id: int, path: str,
+def save_wiki_page(request: HttpRequest, team_id: int, path: StorableText,
                    payload: PageSaveIn) -> Status[WriteResult]:
     """Create (``expected_blob: null``, ``201``) or replace (``200``) a page."""
     result = page_save(team=_team(request, team_id), by=request.auth, path=path,
@@ -130,8 +135,8 @@ def save_wiki_page(request: HttpRequest, team_id: int, path: str,
 
 
 @router.delete(_WIKI + "/pages/" + _PATH, response={200: WriteOut, **_WRITE})
-def delete_wiki_page(request: HttpRequest, team_id: int, path: str, expected_blob: str,
-                     message: str = Query("", max_length=MESSAGE_MAX)) -> WriteResult:
+def delete_wiki_page(request: HttpRequest, team_id: int, path: StorableText,
+                     expected_blob: StorableText, message: CommitMessage = "") -> WriteResult:
     """Remove a page in a new commit (owners and admins); the answer's ``commit`` is the one
     that removed it."""
     return page_delete(team=_team(request, team_id), by=request.auth, path=path,
@@ -139,16 +144,17 @@ def delete_wiki_page(request: HttpRequest, team_id: int, path: str, expected_blo
 
 
 @router.get(_WIKI + "/history/" + _PATH, response={200: list[HistoryEntryOut], **_READ})
-def wiki_page_history(request: HttpRequest, team_id: int, path: str,
+def wiki_page_history(request: HttpRequest, team_id: int, path: StorableText,
                       limit: int = Query(50, ge=1, le=HISTORY_MAX)) -> list[HistoryEntry]:
     """The commits that changed the page, newest first, following renames."""
     return page_history(team=_team(request, team_id), path=path, limit=limit)
 
 
 @router.get(_WIKI + "/diff/" + _PATH, response={200: DiffOut, **_READ}, by_alias=True)
-def wiki_page_diff(request: HttpRequest, team_id: int, path: str,
-                   from_rev: str = Query(..., alias="from"),
-                   to_rev: str = Query("HEAD", alias="to")) -> dict[str, str]:
+def wiki_page_diff(request: HttpRequest, team_id: int, path: StorableText,
+                   from_rev: Annotated[StorableText, Query(alias="from")],
+                   to_rev: Annotated[StorableText, Query("HEAD", alias="to")] = "HEAD",
+                   ) -> dict[str, str]:
     """The unified diff of the page from revision ``from`` to ``to`` (default ``HEAD``)."""
     diff = page_diff(team=_team(request, team_id), path=path, from_rev=from_rev, to_rev=to_rev)
     return {"path": path, "from": from_rev, "to": to_rev, "diff": diff}
@@ -156,7 +162,7 @@ def wiki_page_diff(request: HttpRequest, team_id: int, path: str,
 
 @router.get(_WIKI + "/search", response={200: list[SearchHitOut], **_READ})
 def search_wiki(request: HttpRequest, team_id: int,
-                q: str = Query(..., min_length=1, max_length=200),
+                q: Annotated[StorableText, Query(min_length=1, max_length=200)],
                 limit: int | None = Query(None, ge=1, le=100)) -> list[SearchHit]:
     """Lines of pages containing ``q`` literally, ignoring case (CJK substrings too)."""
     return page_search(team=_team(request, team_id), query=q, limit=limit)
@@ -164,8 +170,8 @@ def search_wiki(request: HttpRequest, team_id: int,
 
 @router.get(_WIKI + "/files/" + _PATH, response={200: None, **_READ},
             openapi_extra=_FILE_RESPONSE)
-def get_wiki_file(request: HttpRequest, team_id: int, path: str,
-                  rev: str = "HEAD") -> HttpResponse:
+def get_wiki_file(request: HttpRequest, team_id: int, path: StorableText,
+                  rev: StorableText = "HEAD") -> HttpResponse:
     """An attachment's bytes (``_files/...``): images inline, anything else as a download,
     never sniffed."""
     team = _team(request, team_id)
@@ -183,9 +189,9 @@ def get_wiki_file(request: HttpRequest, team_id: int, path: str,
 
 @router.put(_WIKI + "/files/" + _PATH, response={200: WriteOut, 201: WriteOut, **_WRITE},
             openapi_extra=_FILE_BODY)
-def save_wiki_file(request: HttpRequest, team_id: int, path: str,
-                   expected_blob: str | None = None,
-                   message: str = Query("", max_length=MESSAGE_MAX)) -> Status[WriteResult]:
+def save_wiki_file(request: HttpRequest, team_id: int, path: StorableText,
+                   expected_blob: StorableText | None = None,
+                   message: CommitMessage = "") -> Status[WriteResult]:
     """Upload an attachment (the raw bytes as the body) under ``_files/``: create-only without
     ``expected_blob`` (``201``), else replace (``200``)."""
     team = _team(request, team_id)

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from ninja import Field, Schema
 from pydantic import AfterValidator
 
+from apps.common.input_schema import InputSchema
 from apps.engine.wiki import HistoryEntry
 from apps.wiki.converters import nfc
 
@@ -93,7 +94,7 @@ class PageOut(Schema):
     commit: str
 
 
-class PageSaveIn(Schema):
+class PageSaveIn(InputSchema):
     """``expected_blob``: null (or left out) creates the page and refuses with 409 when it
     exists; else the blob you read (a change made since is merged, or refused with 409).
     ``message``: the commit message ("" for a default). The author is always you."""
@@ -103,7 +104,7 @@ class PageSaveIn(Schema):
     message: str = Field("", max_length=MESSAGE_MAX)
 
 
-class PageRenameIn(Schema):
+class PageRenameIn(InputSchema):
     """``to``: normalized to NFC (a name from macOS arrives decomposed)."""
 
     to: Annotated[str, AfterValidator(nfc)] = Field(description="The new path, with .md.")
@@ -111,7 +112,7 @@ class PageRenameIn(Schema):
     message: str = Field("", max_length=MESSAGE_MAX)
 
 
-class PageRestoreIn(Schema):
+class PageRestoreIn(InputSchema):
     rev: str = Field(description="The commit (40 hex digits) whose version comes back.")
     message: str = Field("", max_length=MESSAGE_MAX)
 

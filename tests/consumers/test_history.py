@@ -84,7 +84,8 @@ async def test_a_bad_cursor_is_refused_and_the_socket_stays(alice: User, convers
         assert refused["code"] == "invalid"
     await a.send({"type": "history", "before": "p1.1"})
     empty = await a.until(lambda f: f["type"] == "history")
-    assert empty == {"type": "history", "messages": [], "before": None, "wiki_changes": []}
+    assert empty == {"type": "history", "messages": [], "before": None, "wiki_changes": [],
+                     "forks": []}
     await a.close()
 
 

@@ -64,7 +64,12 @@ async def test_an_answer_over_the_setting_is_refused_too(alice: User, conversati
     {"type": "send", "client_id": "n1", "text": "a\x00b"},
     {"type": "answer", "question_id": "q\x00", "text": "yes"},
     {"type": "decide", "tool_call_id": "\x00", "decision": "deny"},
-], ids=["send-text", "answer-question-id", "decide-tool-call-id"])
+    {"type": "decide", "tool_call_id": "c1", "decision": "approve",
+     "arguments": {"command": ["ls", "a\x00b"]}},  # nested: stored as the call's arguments
+    {"type": "send", "client_id": "n2", "text": "/s:p",
+     "prompt": {"server": "s", "name": "p", "arguments": {"\x00": "x"}}},  # a key
+], ids=["send-text", "answer-question-id", "decide-tool-call-id", "decide-arguments",
+        "prompt-argument-name"])
 async def test_a_nul_character_is_refused_as_a_bad_frame(alice: User, conversation,
                                                          frame: dict) -> None:
     """PostgreSQL cannot store U+0000: such a frame used to fail in the database and close the

@@ -157,6 +157,38 @@ async def test_an_archived_or_deleted_conversation_leaves_the_sidebar_live(
     await alice_ws.close()
 
 
+async def test_the_watchers_of_a_conversation_are_told_it_was_archived_or_deleted(
+        alice: User, bob: User, conversation: Conversation) -> None:
+    """Its sidebar row goes, and its own sockets (also those that never asked for the
+    sidebar: a script) get an event saying who archived or deleted it (issue 19 review)."""
+    watching = await sync_to_async(conversation_create)(room=conversation.room,
+                                                        title="Watched", by=alice)
+    script_ws, _ = await connect(bob, watching.pk)  # no sidebar
+    page_ws = await watch(alice, watching.pk)
+
+    await sync_to_async(conversation_archive)(conversation=watching, by=bob)
+    for client in (script_ws, page_ws):
+        assert await client.until_event("conversation_archived") == {
+            "kind": "conversation_archived", "by": {"id": bob.pk, "name": "Bob"}}
+    await sync_to_async(conversation_archive)(conversation=watching, by=bob)  # already
+
+    watching_id = watching.pk  # delete() clears it
+    await sync_to_async(conversation_delete)(conversation=watching, by=alice)
+    for client in (script_ws, page_ws):
+        deleted = await client.until(lambda f: f["type"] == "event"
+                                     and f["event"]["kind"] != "conversation_archived")
+        assert deleted["event"] == {"kind": "conversation_deleted",
+                                    "by": {"id": alice.pk, "name": "Alice"}}
+        assert [e["event"]["kind"] for e in client.events] == [
+            "conversation_archived", "conversation_deleted"]  # archived once, not twice
+    assert not await Conversation.objects.filter(pk=watching_id).aexists()
+    await script_ws.send({"type": "send", "client_id": "late", "text": "hello?"})
+    refused = await script_ws.until(lambda f: f["type"] == "error")
+    assert (refused["code"], refused["client_id"]) == ("not_found", "late")
+    await script_ws.close()
+    await page_ws.close()
+
+
 async def test_the_conversation_you_are_in_is_listed_even_past_the_newest_fifty(
         alice: User, conversation: Conversation) -> None:
     room = conversation.room

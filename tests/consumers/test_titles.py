@@ -89,3 +89,25 @@ async def test_a_member_renames_and_every_watcher_sees_it(
     assert conversation.title == "Q3 plans 第三季度"
     for client in (a, b, c):
         await client.close()
+
+
+async def test_a_rename_and_the_automatic_title_follow_the_title_rules(
+        alice: User, untitled: Conversation) -> None:
+    """One set of rules for every title (apps/rooms/names.py): nothing visible is refused,
+    the length counts once trimmed, and a title is one line."""
+    assert not await sync_to_async(title_auto_save)(untitled.pk, "\u200b\u200b")  # blank
+    await untitled.arefresh_from_db()
+    assert untitled.title == DEFAULT_TITLE
+    assert await sync_to_async(title_auto_save)(untitled.pk, "Berlin\nmove ")
+    await untitled.arefresh_from_db()
+    assert untitled.title == "Berlin move"
+
+    a, _ = await connect(alice, untitled.pk)
+    await a.send({"type": "rename", "title": "\u200b"})
+    refused = await a.until(lambda f: f["type"] == "error")
+    assert (refused["code"], refused["message"]) == ("invalid", "The title cannot be empty.")
+    await a.send({"type": "rename", "title": " " + "W" * 200 + " "})
+    assert (await a.until_event("title_changed"))["title"] == "W" * 200
+    await a.send({"type": "rename", "title": "two\nlines"})
+    assert (await a.until_event("title_changed"))["title"] == "two lines"
+    await a.close()

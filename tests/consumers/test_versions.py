@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.accounts.models import Membership, User
-from apps.rooms.models import Conversation, Message
+from apps.rooms.models import Conversation, Message, Run
 from apps.rooms.services.versions import answer_regenerate, message_edit
 from tests.consumers.conftest import Client, connect
 
@@ -85,3 +85,37 @@ async def test_an_edited_message_is_answered_on_its_new_text_only(
     await first.arefresh_from_db()
     assert first.superseded_by_id == new.run_id
     await a.close()
+
+
+async def test_a_chat_edit_in_a_mention_conversation_runs_nothing_and_a_mention_does(
+        alice: User, bob: User, conversation: Conversation, worker: None,
+        model_requests: list[dict[str, Any]]) -> None:
+    """In a ``mention`` conversation an edit keeps the send's rules: a chat edit reaches every
+    watcher as an earlier version replaced by the new message, no run; an edit that mentions
+    the agent runs it on the new text only."""
+    await Conversation.objects.filter(pk=conversation.pk).aupdate(agent_mode="mention")
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    await b.send({"type": "send", "client_id": "b1", "text": "lunch at noon?"})
+    ack = await b.until(lambda f: f["type"] == "ack")
+    assert ack["run"] == "none"
+    bobs = await _membership(bob, conversation)
+
+    chat = await sync_to_async(message_edit)(conversation=conversation, membership=bobs,
+                                             message_id=ack["message_id"], text="lunch at one?")
+    superseded = await a.until_event("messages_superseded")
+    assert (superseded["message_ids"], superseded["run_id"], superseded["message_id"]) == (
+        [ack["message_id"]], None, chat.pk)
+    shown = (await a.until_event("user_message"))["message"]
+    assert (shown["id"], shown["run_id"], shown["wakes_agent"]) == (chat.pk, None, False)
+    assert all(e["event"]["kind"] != "run_queued" for e in a.events)
+    assert not await Run.objects.filter(conversation=conversation).aexists()
+
+    asked = await sync_to_async(message_edit)(conversation=conversation, membership=bobs,
+                                              message_id=chat.pk, text="@agent lunch at one?")
+    assert asked.wakes_agent and asked.run_id is not None
+    assert (await a.until_event("messages_superseded"))["run_id"] == asked.run_id
+    assert (await a.until_event("run_ended"))["status"] == "completed"
+    assert [text for _, text in _turns(model_requests[-1])] == ["[Bob]", "@agent lunch at one?"]
+    await a.close()
+    await b.close()

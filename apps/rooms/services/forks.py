@@ -4,8 +4,11 @@ The fork's transcript is a copy of the source's history up to and including the 
 (earlier versions left out, compacted messages and their summary kept as they are), with the
 messages' authors and times; not the workspace files, not the session notes, not the runs.
 Where it came from is recorded both ways: the fork's ``forked_from`` message, the message's
-``forks``, and a ``conversation_forked`` ``{"conversation_id", "message_id", "by": PERSON}``
-event in the source conversation.
+``forks``, and a ``conversation_forked`` ``{"conversation_id", "title", "message_id",
+"engine_id", "by": PERSON}`` event in the source conversation (``engine_id``: the message's, as
+live streaming named it, or null). The fork is titled "<title> (fork)" so that the two can be
+told apart in the sidebar and in search; a conversation still called "New conversation" keeps
+that, to be titled automatically after its next exchange.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from django.utils.translation import gettext as _
 from apps.accounts.models import Membership
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.rooms.images import images_fork
-from apps.rooms.models import Conversation, Message, MessageStatus
+from apps.rooms.models import CURRENT_VERSION, Conversation, Message, MessageStatus
+from apps.rooms.names import CONVERSATION_TITLE_MAX
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import event_append
 from apps.rooms.services.rooms import conversation_create
+from apps.rooms.titles import DEFAULT_TITLE
 
-__all__ = ["conversation_fork"]
+__all__ = ["conversation_fork", "fork_title"]
 
 _COPIED = ("position", "role", "author_id", "author_name", "content", "reasoning_content",
            "provider", "model", "status", "engine_id", "compacted", "usage", "wakes_agent",
@@ -42,7 +47,7 @@ def _fork_point(conversation: Conversation, message_id: int) -> Message:
     if message.status != MessageStatus.COMPLETE or message.position is None:
         raise ApplicationError(ErrorCode.CONFLICT, _(
             "That message was stopped before it was complete: fork from an earlier one."))
-    if message.superseded_by_id is not None:
+    if message.earlier_version:
         raise ApplicationError(ErrorCode.CONFLICT,
                                _("That message is an earlier version: fork from the current one."))
     if message.compacted:
@@ -74,9 +79,19 @@ def _has_open_calls(message: Message) -> bool:
     return not calls <= answered
 
 
+def fork_title(title: str) -> str:
+    """``title`` marked as a fork's ("Plans (fork)", in the active language), cut to fit
+    :data:`~apps.rooms.names.CONVERSATION_TITLE_MAX`; the default title stays as it is."""
+    if title == DEFAULT_TITLE:
+        return title
+    suffix = len(_("%(title)s (fork)") % {"title": ""})
+    return _("%(title)s (fork)") % {"title": title[:CONVERSATION_TITLE_MAX - suffix].rstrip()}
+
+
 def conversation_fork(*, conversation: Conversation, membership: Membership,
                       message_id: int) -> Conversation:
-    """A new conversation in ``conversation``'s room (same title and agent mode) whose history
+    """A new conversation in ``conversation``'s room (its agent mode, its title marked as a
+    fork's: :func:`fork_title`) whose history
     is ``conversation``'s up to and including message ``message_id``. ApplicationError:
     ``forbidden`` (a viewer), ``not_found`` (no such message in this conversation),
     ``conflict`` (the message is streaming, pending, stopped, an earlier version or compacted,
@@ -84,13 +99,14 @@ def conversation_fork(*, conversation: Conversation, membership: Membership,
     require_writer(membership)
     with transaction.atomic():
         point = _fork_point(conversation, message_id)
-        fork = conversation_create(room=conversation.room, title=conversation.title,
+        fork = conversation_create(room=conversation.room, title=fork_title(conversation.title),
                                    by=membership.user, agent_mode=conversation.agent_mode)
         fork.forked_from = point
         fork.save(update_fields=["forked_from"])
         _copy_history(conversation, fork, upto=point)
         event_append(conversation.pk, "conversation_forked", {
-            "kind": "conversation_forked", "conversation_id": fork.pk, "message_id": point.pk,
+            "kind": "conversation_forked", "conversation_id": fork.pk, "title": fork.title,
+            "message_id": point.pk, "engine_id": point.engine_id or None,
             "by": {"id": membership.user_id, "name": membership.user.shown_name}})
     return fork
 
@@ -98,8 +114,8 @@ def conversation_fork(*, conversation: Conversation, membership: Membership,
 def _copy_history(source: Conversation, fork: Conversation, *, upto: Message) -> None:
     """Copy ``source``'s history up to ``upto`` into ``fork``, keeping when each was written
     (a copy is not a new message: it must not count towards anyone's rate limit)."""
-    rows = list(Message.objects.filter(conversation=source, position__isnull=False,
-                                       position__lte=upto.position, superseded_by__isnull=True)
+    rows = list(Message.objects.filter(CURRENT_VERSION, conversation=source,
+                                       position__isnull=False, position__lte=upto.position)
                 .order_by("position", "id"))
     contents = images_fork(source, fork, [row.content for row in rows])
     copies = Message.objects.bulk_create([

@@ -36,7 +36,7 @@ from apps.rooms.services.limits import require_fits, require_under_rate
 from apps.rooms.services.runs import active_run, run_dispatch_on_commit
 from apps.rooms.transcript import message_json
 
-__all__ = ["PostResult", "RunEffect", "message_post", "require_message_rate"]
+__all__ = ["PostResult", "RunEffect", "calls_agent", "message_post", "require_message_rate"]
 
 RunEffect = Literal["started", "steering", "none"]
 """What a message did to the agent: started a run, steers the active one, or nothing (chat)."""
@@ -96,14 +96,21 @@ def _resent(message: Message) -> PostResult:
                       run=effect)
 
 
+def calls_agent(agent_mode: str, text: str, handle: str) -> bool:
+    """Whether ``text`` asks for the agent in a conversation in ``agent_mode`` (read under
+    :func:`~apps.rooms.services.events.conversation_lock`: a switch that just committed
+    counts): every text in ``always`` mode, one that mentions it (``@agent`` or ``@`` plus the
+    team's ``handle``) in ``mention`` mode."""
+    return agent_mode == AgentMode.ALWAYS or mentions_agent(text, handle)
+
+
 def _post(conversation: Conversation, user: User, text: str, client_id: str,
           attachments: list[dict[str, Any]]) -> PostResult:
     # the agent mode read under the lock: a switch that just committed counts
     locked = conversation_lock(conversation.pk, "agent_mode")
     if not locked:
         raise not_found("conversation")  # deleted since the socket's check
-    wakes = (locked["agent_mode"] == AgentMode.ALWAYS
-             or mentions_agent(text, conversation.room.team.agent_handle))
+    wakes = calls_agent(locked["agent_mode"], text, conversation.room.team.agent_handle)
     run = _start_run(conversation, user) if wakes else None
     # it starts the run, or it is chat with no run going: it joins the history now
     joins = run is not None or (not wakes and active_run(conversation) is None)

@@ -19,6 +19,7 @@ from apps.accounts.selectors import membership_of
 from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.rooms.images import images_delete
 from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
+from apps.rooms.names import conversation_title, room_name
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append
 from apps.rooms.sidebar import sidebar_changed_on_commit, sidebar_removed_on_commit
@@ -35,10 +36,6 @@ __all__ = [
     "room_rename",
 ]
 
-ROOM_NAME_MAX = Room._meta.get_field("name").max_length
-CONVERSATION_TITLE_MAX = Conversation._meta.get_field("title").max_length
-
-
 def _writer(by: User, team_id: int, what: str) -> Membership:
     """The membership of a member of the team who can write; not_found or forbidden otherwise."""
     membership = membership_of(by, team_id)
@@ -48,30 +45,22 @@ def _writer(by: User, team_id: int, what: str) -> Membership:
     return membership
 
 
-def _clean(value: str, *, field: str, max_length: int) -> str:
-    """``value`` stripped; ``invalid`` when it is empty or longer than ``max_length``."""
-    text = value.strip()
-    if not text:
-        raise ApplicationError(ErrorCode.INVALID, _("The %(field)s cannot be empty.")
-                               % {"field": field})
-    if len(text) > max_length:
-        raise ApplicationError(ErrorCode.INVALID,
-                               _("The %(field)s is longer than %(most)d characters.")
-                               % {"field": field, "most": max_length})
-    return text
+def _person(user: User) -> dict[str, object]:
+    """``user`` as events name people: ``{"id", "name"}``."""
+    return {"id": user.pk, "name": user.shown_name}
 
 
 def room_create(*, team: Team, name: str, by: User) -> Room:
     """A new room in ``team``."""
     _writer(by, team.pk, "team")
-    name = _clean(name, field=_("room name"), max_length=ROOM_NAME_MAX)
+    name = room_name(name)
     return Room.objects.create(team=team, name=name, created_by=by)
 
 
 def room_rename(*, room: Room, name: str, by: User) -> Room:
     """Give ``room`` a new name."""
     _writer(by, room.team_id, "room")
-    room.name = _clean(name, field=_("room name"), max_length=ROOM_NAME_MAX)
+    room.name = room_name(name)
     room.save(update_fields=["name", "updated_at"])
     return room
 
@@ -100,7 +89,7 @@ def conversation_create(*, room: Room, title: str, by: User,
     """A new conversation in ``room`` (refused with ``conflict`` in an archived room);
     ``agent_mode``: an :class:`AgentMode` value (``invalid`` otherwise)."""
     _writer(by, room.team_id, "room")
-    title = _clean(title, field=_("title"), max_length=CONVERSATION_TITLE_MAX)
+    title = conversation_title(title)
     mode = _agent_mode(agent_mode)
     if room.archived:
         raise ApplicationError(ErrorCode.CONFLICT, _("The room is archived."))
@@ -123,8 +112,7 @@ def conversation_set_agent_mode(*, conversation: Conversation, agent_mode: str,
             agent_mode=mode).update(agent_mode=mode)
         if changed:
             event_append(conversation.pk, "agent_mode_changed", {
-                "kind": "agent_mode_changed", "agent_mode": mode.value,
-                "by": {"id": by.pk, "name": by.shown_name}})
+                "kind": "agent_mode_changed", "agent_mode": mode.value, "by": _person(by)})
     conversation.agent_mode = mode
     return conversation
 
@@ -134,29 +122,38 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
     PERSON}`` (the title it has changes nothing and broadcasts nothing). ``invalid`` for an
     empty or too long title."""
     _writer(by, conversation.room.team_id, "conversation")
-    title = _clean(title, field=_("title"), max_length=CONVERSATION_TITLE_MAX)
+    title = conversation_title(title)
     with transaction.atomic():
         if Conversation.objects.filter(pk=conversation.pk).exclude(title=title).update(
                 title=title, updated_at=timezone.now()):
             event_append(conversation.pk, "title_changed", {
-                "kind": "title_changed", "title": title,
-                "by": {"id": by.pk, "name": by.shown_name}})
+                "kind": "title_changed", "title": title, "by": _person(by)})
     conversation.title = title
     return conversation
 
 
 def conversation_archive(*, conversation: Conversation, by: User) -> Conversation:
-    """Archive ``conversation``: it leaves the default lists; its transcript stays."""
+    """Archive ``conversation``: it leaves the default lists; its transcript stays. Its
+    watchers are told with a ``conversation_archived`` ``{"by": PERSON}`` event (archiving an
+    archived one tells nobody again)."""
     _writer(by, conversation.room.team_id, "conversation")
+    now = timezone.now()
+    with transaction.atomic():
+        if Conversation.objects.filter(pk=conversation.pk, archived=False).update(
+                archived=True, updated_at=now):
+            event_append(conversation.pk, "conversation_archived",
+                         {"kind": "conversation_archived", "by": _person(by)})
+            conversation.updated_at = now
     conversation.archived = True
-    conversation.save(update_fields=["archived", "updated_at"])
     sidebar_removed_on_commit(conversation.room_id, conversation.pk)
     return conversation
 
 
 def conversation_delete(*, conversation: Conversation, by: User) -> None:
     """Delete ``conversation`` with its transcript, runs, events, workspace directory and
-    images.
+    images. Its watchers are told with a last ``conversation_deleted`` ``{"by": PERSON}``
+    event, broadcast once the deletion has committed (the log it was written to goes with the
+    conversation, so a socket that missed it learns of the deletion as ``not_found``).
 
     Only its creator or a team owner/admin may (``forbidden``); refused with ``conflict`` while a
     run is active (its worker still writes the transcript and the workspace).
@@ -174,6 +171,8 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
                               status__in=ACTIVE_RUN_STATUSES).exists():
             raise ApplicationError(ErrorCode.CONFLICT,
                                    _("A run is active: stop it before deleting the conversation."))
+        event_append(conversation.pk, "conversation_deleted",
+                     {"kind": "conversation_deleted", "by": _person(by)})
         conversation_id = conversation.pk  # delete() clears the pk
         conversation.delete()
         sidebar_removed_on_commit(conversation.room_id, conversation_id)

@@ -57,19 +57,26 @@ class ConfabServer:
     def password(self, name: str) -> str:
         return self.passwords.get(name) or self.users[name]["password"]
 
-    def new_conversation(self, title: str = "Browser test", agent_mode: str = "always") -> int:
-        """A fresh conversation in the demo room (REST, as alice): tests never share one.
-        ``agent_mode``: ``always`` or ``mention``."""
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None, *,
+            user: str = "alice", status: int = 200) -> Any:
+        """``method path`` on the REST API as ``user`` (their token); asserts the answer's
+        ``status`` and returns its JSON (None for an empty body)."""
         request = urllib.request.Request(
-            f"{self.url}/api/rooms/{self.demo['room']['id']}/conversations",
-            data=json.dumps({"title": title[:100], "agent_mode": agent_mode}).encode(),
-            method="POST",
-            headers={"Authorization": f"Bearer {self.users['alice']['token']}",
+            f"{self.url}{path}", method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.users[user]['token']}",
                      "Content-Type": "application/json"})
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(request, timeout=10) as response:
-            assert response.status == 201, response.status
-            return json.load(response)["id"]
+            assert response.status == status, response.status
+            data = response.read()
+            return json.loads(data) if data else None
+
+    def new_conversation(self, title: str = "Browser test", agent_mode: str = "always") -> int:
+        """A fresh conversation in the demo room (REST, as alice): tests never share one.
+        ``agent_mode``: ``always`` or ``mention``."""
+        return self.api("POST", f"/api/rooms/{self.demo['room']['id']}/conversations",
+                        {"title": title[:100], "agent_mode": agent_mode}, status=201)["id"]
 
     def fill_conversation(self, conversation_id: int, turns: int) -> None:
         """``turns`` stored exchanges in the conversation (alice asks ``question <n>``, the
@@ -220,7 +227,10 @@ def docs_screenshot(page: Page, stem: str, *, max_height: int = 900,
                     part: Locator | None = None) -> None:
     """``artifacts/<stem>.png`` (the whole page), and with CONFAB_DOCS_SCREENSHOTS=1 the
     README's copy ``docs/screenshots/<stem>.png``: the top of the page down to the end of its
-    content, at most ``max_height`` pixels, or only the element ``part``."""
+    content, at most ``max_height`` pixels, or only the element ``part``. The page is scrolled
+    to its top first: a full-page shot draws a sticky header where the scroll left it (the room
+    scrolls to its last message), which left a blank band above it and the transcript peeking
+    out over it."""
     save_screenshot(page, stem)
     if os.environ.get("CONFAB_DOCS_SCREENSHOTS") != "1":
         return
@@ -228,6 +238,7 @@ def docs_screenshot(page: Page, stem: str, *, max_height: int = 900,
     if part is not None:
         part.screenshot(path=DOCS_SCREENSHOTS / f"{stem}.png", animations="disabled")
         return
+    page.evaluate("window.scrollTo(0, 0)")
     bottom = page.evaluate("() => Math.ceil(document.querySelector('main')"
                            ".getBoundingClientRect().bottom + window.scrollY)")
     width = page.viewport_size["width"] if page.viewport_size else 1200

@@ -53,7 +53,29 @@ def test_the_sidebar_follows_the_room_live_and_switches_conversation(
     expect(row(page, second).locator(".nav-people")).to_have_text("Alice, Bob")
     expect(row(page, first).locator(".nav-people")).to_have_count(0)  # alice left it
     expect(alice.assistant_bodies().last).to_contain_text("budget")
+    assert_the_room_header_keeps_its_rows(page)
     docs_screenshot(page, "room-sidebar")
+
+
+def assert_the_room_header_keeps_its_rows(page: Page) -> None:
+    """At 1200 px the site's bar is one row (an owner's, the longest), the run bar is one row
+    ("The agent answers" on one line beside its select, the exports at its end) and Rename
+    sits beside the title; scrolled down, the sticky header covers the top of the window, with
+    nothing of the transcript above it."""
+    tops = page.evaluate("[...document.querySelector('.topbar').children]"
+                         ".map((e) => e.getBoundingClientRect().bottom)")
+    assert max(tops) < 60, tops  # one row (two would end near 80 px)
+    box = {name: page.locator(selector).bounding_box() for name, selector in (
+        ("status", "#run-status"), ("exports", ".exports"), ("label", "label.agent-mode"),
+        ("select", "#agent-mode"), ("title", ".room-title"), ("rename", "button.rename"))}
+    middle = {name: b["y"] + b["height"] / 2 for name, b in box.items()}
+    assert abs(middle["status"] - middle["exports"]) < 8, box
+    assert box["label"]["height"] <= box["select"]["height"] + 4, box  # one line
+    assert box["rename"]["x"] - (box["title"]["x"] + box["title"]["width"]) < 30, box
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    header = page.locator(".room-header").bounding_box()
+    assert header is not None and abs(header["y"]) < 1, header
+    assert page.evaluate("!!document.elementFromPoint(600, 2)?.closest('.room-header')")
 
 
 def test_on_a_phone_the_sidebar_folds_behind_a_toggle(
@@ -93,3 +115,28 @@ def test_on_a_phone_the_sidebar_folds_behind_a_toggle(
     page.set_viewport_size({"width": 1200, "height": 900})
     expect(page.locator("#sidebar-toggle")).to_be_hidden()
     expect(page.locator("#conversation-nav")).to_be_visible()
+
+
+def test_the_watchers_of_an_archived_or_deleted_conversation_are_told_at_once(
+        confab_server: ConfabServer, people: People) -> None:
+    conversation = confab_server.new_conversation("Sidebar: soon archived")
+    bob = people.room("bob", conversation)
+    page = bob.page
+    expect(row(page, conversation)).to_be_visible()
+
+    confab_server.api("POST", f"/api/conversations/{conversation}/archive")
+    notice = page.locator('#notices .notice[data-kind="gone"]')
+    expect(notice.locator(".notice-text")).to_have_text(
+        "Alice archived this conversation: it is no longer listed in the room.")
+    back = notice.get_by_role("link", name="Back to the room")
+    expect(back).to_have_attribute("href", f"/rooms/{confab_server.demo['room']['id']}/")
+    expect(row(page, conversation)).to_have_count(0)
+    expect(page.locator("#connection")).to_have_text("Connected")  # it still works here
+
+    confab_server.api("DELETE", f"/api/conversations/{conversation}", status=204)
+    expect(notice.locator(".notice-text")).to_have_text(
+        "Alice deleted this conversation: nothing more can be said here.")
+    expect(page.locator("#connection")).to_have_text("Disconnected")
+    expect(bob.textarea).to_be_disabled()
+    notice.get_by_role("link", name="Back to the room").click()
+    expect(page).to_have_url(confab_server.url + f"/rooms/{confab_server.demo['room']['id']}/")

@@ -143,6 +143,80 @@ def test_edit_fork_and_regenerate_from_the_transcript(
     assert forked.conversation_id != conversation
 
 
+def test_in_a_mention_conversation_an_edit_stays_chat_unless_it_mentions_the_agent(
+        confab_server: ConfabServer, people: People, request: pytest.FixtureRequest) -> None:
+    conversation = confab_server.new_conversation(request.node.name, agent_mode="mention")
+    alice, bob = people.room("alice", conversation), people.room("bob", conversation)
+    bob.send("Lunch at noon?")
+    mine = bob.messages("user")
+    edit = mine.locator('button[data-action="edit-message"]')
+    expect(edit).to_be_visible()
+    expect(edit).to_have_attribute("title", re.compile(
+        r"^Change your message; .* The agent answers only if the new text mentions it\.$"))
+    edit.click()
+    bob.transcript.locator("form.message-edit textarea").fill("Lunch at one?")
+    bob.transcript.locator("form.message-edit").get_by_role("button", name="Save").click()
+    for room in (alice, bob):  # a new version of the chat, and no run
+        expect(room.messages("user").locator("visible=true").locator(".body")).to_have_text(
+            "Lunch at one?")
+        expect(room.messages("user").locator(".version-count")).to_have_text("2/2")
+        expect(room.run_status).to_have_text("Idle")
+    expect(alice.messages("assistant")).to_have_count(0)
+
+    mine.locator("visible=true").locator('button[data-action="edit-message"]').click()
+    bob.transcript.locator("form.message-edit textarea").fill("@agent lunch at one?")
+    bob.transcript.locator("form.message-edit").get_by_role("button", name="Save").click()
+    for room in (alice, bob):  # a mention runs the agent, as a sent message would
+        expect(room.run_status).to_have_text("Completed")
+        expect(room.messages("user").locator(".version-count")).to_have_text("3/3")
+        expect(room.messages("assistant")).to_have_count(1)
+    bob.reload()  # the versions survive a reload, chat edit included
+    expect(bob.messages("user").locator(".version-count")).to_have_text("3/3")
+    bob.page.get_by_role("button", name="Previous version").first.click()
+    expect(bob.messages("user").locator("visible=true").locator(".body")).to_have_text(
+        "Lunch at one?")
+    expect(bob.messages("assistant").locator("visible=true")).to_have_count(0)
+
+
+def test_a_fork_shows_where_it_came_from_and_a_question_it_ends_with_can_be_answered(
+        confab_server: ConfabServer, people: People) -> None:
+    conversation = confab_server.new_conversation("Colours")
+    alice, bob = people.room("alice", conversation), people.room("bob", conversation)
+    alice.send("Name a colour.")
+    expect(alice.run_status).to_have_text("Completed")
+    ask = alice.page.get_by_role("button", name="Ask the agent")
+    expect(ask).to_be_hidden()  # "always" mode, and the question has its answer
+
+    question = alice.messages("user")
+    question.locator('button[data-action="fork"]').click()  # a fork that ends with a question
+    alice.page.wait_for_url(lambda url: f"/conversations/{conversation}/" not in url)
+    fork = Room(alice.page, int(alice.page.url.rstrip("/").rsplit("/", 1)[1]), "alice")
+    expect(alice.page.locator(".room-title")).to_have_text("Colours (fork)")
+    origin = alice.page.locator("#forked-from")
+    expect(origin).to_have_text("Forked from “Colours”")
+    expect(fork.messages("user").locator(".body")).to_have_text(["Name a colour."])
+    regenerate = alice.page.get_by_role("button", name="Regenerate")
+    expect(regenerate).to_be_hidden()  # there is no answer to regenerate...
+    expect(ask).to_be_visible()  # ...but the question can be answered
+    ask.click()
+    expect(alice.run_status).to_have_text("Completed")
+    expect(fork.messages("assistant")).to_have_count(1)
+    expect(ask).to_be_hidden()
+    expect(regenerate).to_be_visible()
+
+    # the source: bob saw the fork made, live, under the message it was made at
+    line = bob.messages("user").locator(".fork-lines .fork-line")
+    expect(line).to_have_text("Alice forked the conversation here: “Colours (fork)”")
+    forked = fork.conversation_id
+    expect(line.get_by_role("link")).to_have_attribute("href", f"/conversations/{forked}/")
+    expect(bob.page.locator(f'#conversation-list > li[data-conversation-id="{forked}"]'
+                            " .nav-title")).to_have_text("Colours (fork)")
+    origin.get_by_role("link").click()  # back to the source, at the message, after a reload
+    expect(alice.page).to_have_url(re.compile(rf"/conversations/{conversation}/#message-\d+$"))
+    expect(alice.messages("user").locator(".fork-line")).to_have_text(
+        "Alice forked the conversation here: “Colours (fork)”")
+
+
 def test_the_first_exchange_titles_the_conversation_and_a_rename_reaches_everyone(
         confab_server: ConfabServer, people: People) -> None:
     conversation = confab_server.new_conversation("New conversation")

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from apps.common.paging import OFFSET_MAX
 from apps.rooms.models import Conversation, Room, Run, RunStatus
 from tests.integration.api.streams import body as streamed_body
 
@@ -37,6 +38,46 @@ def test_a_page_larger_than_the_limit_is_refused(token_client, alice, acme):
     assert response.status_code == 400
     assert response.json()["code"] == "invalid"
     assert "limit" in response.json()["message"]
+
+
+@pytest.mark.parametrize("path", ["/api/rooms", "/api/rooms/{room}/conversations",
+                                  "/api/search?q=a"])
+def test_an_offset_past_the_bound_is_invalid_not_a_server_error(token_client, alice, room,
+                                                                path):
+    """A huge ``offset`` was SQLite's "datatype mismatch", a 500 (issue 19 review)."""
+    client = token_client(alice)
+    url = path.format(room=room.pk) + ("&" if "?" in path else "?")
+    assert client.get(f"{url}offset={OFFSET_MAX}").status_code == 200  # an empty page
+    for offset in (OFFSET_MAX + 1, 99999999999999999999):
+        response = client.get(f"{url}offset={offset}")
+        assert response.status_code == 400, response.content
+        assert response.json() == {"code": "invalid", "message": (
+            f"query.offset: Input should be less than or equal to {OFFSET_MAX}")}
+
+
+def test_the_search_page_shows_its_furthest_page_for_a_huge_offset(client, alice, room):
+    Conversation.objects.create(room=room, title="apples")
+    client.force_login(alice)
+    page = client.get("/search/", {"q": "a", "offset": "99999999999999999999"})
+    assert page.status_code == 200
+    assert (page.context["offset"], page.context["count"], page.context["hits"]) == (
+        OFFSET_MAX, 1, [])
+
+
+def test_a_server_bug_under_api_answers_json(token_client, alice, monkeypatch, caplog):
+    """An exception no handler knows (a bug) is a 500 in the API's error shape, not Django's
+    HTML page, and is logged with its traceback as Django logs a 500."""
+    def broken(**kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("apps.api.rooms.room_list", broken)
+    response = token_client(alice).get("/api/rooms")
+    assert response.status_code == 500
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json() == {"code": "internal", "message": (
+        "Something went wrong on the server. It has been logged; try again later.")}
+    logged = [r for r in caplog.records if r.name == "django.request"]
+    assert len(logged) == 1 and logged[0].exc_info[1].args == ("a bug",)
 
 
 def test_lists_show_only_your_teams_rooms(token_client, charlie, globex, room):
@@ -90,6 +131,49 @@ def test_renames_are_stored_and_blank_names_refused(token_client, bob, room, con
     for body in ({"name": ""}, {"name": "   "}, {"name": "x" * 101}, {}):
         response = _json(client, "PATCH", f"/api/rooms/{room.pk}", body)
         assert (response.status_code, response.json()["code"]) == (400, "invalid"), body
+
+
+@pytest.mark.parametrize(("title", "stored"), [
+    (" " + "W" * 200 + " ", "W" * 200),  # 1-200 characters once trimmed
+    ("Line one\nline two\t\u3000end", "Line one line two end"),  # one line
+    ("Budget\x07 2027", "Budget 2027"),  # control characters dropped
+    ("\u200bRoadmap", "\u200bRoadmap"),  # an invisible character beside visible ones
+    ("👩\u200d💻 team", "👩\u200d💻 team"),  # a joined emoji keeps its joiner
+])
+def test_a_title_is_one_trimmed_line(token_client, bob, room, conversation, title, stored):
+    client = token_client(bob)
+    renamed = _json(client, "PATCH", f"/api/conversations/{conversation.pk}", {"title": title})
+    assert (renamed.status_code, renamed.json()["title"]) == (200, stored)
+    created = _json(client, "POST", f"/api/rooms/{room.pk}/conversations", {"title": title})
+    assert (created.status_code, created.json()["title"]) == (201, stored)
+
+
+@pytest.mark.parametrize(("title", "why"), [
+    ("\u200b", "The title cannot be empty."),  # shows as an empty sidebar row
+    ("\u200b\u200c\ufeff \n\u3164\u2800", "The title cannot be empty."),
+    ("\n\t", "The title cannot be empty."),
+    ("W" * 201, "The title is longer than 200 characters."),
+    ("W" * 100 + "\n\n" + "W" * 100, "The title is longer than 200 characters."),
+])
+def test_a_title_with_nothing_to_show_or_too_long_is_invalid(
+        token_client, bob, room, conversation, title, why):
+    client = token_client(bob)
+    for response in (
+            _json(client, "PATCH", f"/api/conversations/{conversation.pk}", {"title": title}),
+            _json(client, "POST", f"/api/rooms/{room.pk}/conversations", {"title": title})):
+        assert response.status_code == 400
+        assert response.json() == {"code": "invalid", "message": why}
+    assert list(Conversation.objects.values_list("title", flat=True)) == ["Plans"]
+
+
+def test_a_room_name_follows_the_same_rules(token_client, bob, acme, room):
+    client = token_client(bob)
+    named = _json(client, "PATCH", f"/api/rooms/{room.pk}", {"name": " Ops\nweekly "})
+    assert named.json()["name"] == "Ops weekly"
+    blank = _json(client, "POST", "/api/rooms", {"team_id": acme.pk, "name": "\u200b"})
+    assert blank.json() == {"code": "invalid", "message": "The room name cannot be empty."}
+    assert _json(client, "POST", "/api/rooms",
+                 {"team_id": acme.pk, "name": " " + "R" * 100 + " "}).status_code == 201
 
 
 def test_no_conversation_starts_in_an_archived_room(token_client, bob, room):

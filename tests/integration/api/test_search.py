@@ -135,3 +135,21 @@ def test_pages_are_bounded_and_bad_queries_are_refused(
         response = client.get("/api/search", params)
         assert response.status_code == 400, (params, response.content)
         assert response.json()["code"] == "invalid" and words in response.json()["message"]
+
+
+def test_a_query_is_bounded_once_its_ends_are_stripped(
+        token_client: Callable[[User], Client], bob: User, conversation: Conversation) -> None:
+    """``q`` is 1-100 characters once stripped (docs/protocol.md): 100 characters with spaces
+    around are a search, 101 are not, on the API and on the page alike."""
+    said(conversation, "W" * 100)
+    client = token_client(bob)
+    assert found(client, " " + "W" * 100 + " ")["count"] == 1
+    too_long = client.get("/api/search", {"q": " " + "W" * 101 + " "})
+    assert (too_long.status_code, too_long.json()["code"]) == (400, "invalid")
+    bob_page = Client()
+    bob_page.force_login(bob)
+    page = bob_page.get("/search/", {"q": "\t" + "W" * 100 + "\n"})
+    assert page.status_code == 200 and page.context["count"] == 1
+    nul = bob_page.get("/search/", {"q": "W\x00W"})
+    assert (nul.status_code, nul.context["error"]) == (
+        200, "Search text cannot hold a NUL character.")

@@ -67,8 +67,8 @@ def test_a_fork_copies_the_history_up_to_the_message_and_records_where_it_came_f
     assert response.status_code == 201, response.content
     body = response.json()
     fork = Conversation.objects.get(pk=body["id"])
-    assert (fork.room_id, fork.title, fork.created_by_id) == (conversation.room_id, "Plans",
-                                                              bob.pk)
+    assert (fork.room_id, fork.title, fork.created_by_id) == (
+        conversation.room_id, "Plans (fork)", bob.pk)
     assert body["forked_from"] == {"conversation_id": conversation.pk,
                                    "message_id": exchange[2].pk}
     assert list(exchange[2].forks.all()) == [fork]
@@ -80,8 +80,53 @@ def test_a_fork_copies_the_history_up_to_the_message_and_records_where_it_came_f
     assert (fork.memory_upto, fork.last_seq) == (0, 0)
     forked = ConversationEvent.objects.get(conversation=conversation, kind="conversation_forked")
     assert forked.payload == {"kind": "conversation_forked", "conversation_id": fork.pk,
-                              "message_id": exchange[2].pk, "by": {"id": bob.pk, "name": "Bob"}}
+                              "title": "Plans (fork)", "message_id": exchange[2].pk,
+                              "engine_id": None, "by": {"id": bob.pk, "name": "Bob"}}
     assert len(_texts(conversation)) == 5  # the source keeps everything
+
+
+def test_where_a_fork_came_from_is_shown_both_ways_and_exported(
+        token_client, client, bob, conversation, exchange):
+    """The source's pages list the forks made at their messages; the fork's page links back
+    to the message it was made at; both exports of the fork say where it came from."""
+    api = token_client(bob)
+    made = _post(api, f"/api/conversations/{conversation.pk}/fork",
+                 {"message_id": exchange[3].pk}).json()
+    page = api.get(f"/api/conversations/{conversation.pk}/messages").json()
+    assert page["forks"] == [{"conversation_id": made["id"], "title": "Plans (fork)",
+                              "message_id": exchange[3].pk, "by": {"id": bob.pk, "name": "Bob"}}]
+    assert api.get(f"/api/conversations/{made['id']}/messages").json()["forks"] == []
+
+    client.force_login(bob)
+    fork_page = client.get(f"/conversations/{made['id']}/").content.decode()
+    assert (f'Forked from <a href="/conversations/{conversation.pk}/#message-{exchange[3].pk}">'
+            "“Plans”</a>") in fork_page
+    source_page = client.get(f"/conversations/{conversation.pk}/").content.decode()
+    assert 'id="forked-from"' not in source_page
+
+    exported = json.loads(streamed_body(api.get(f"/api/conversations/{made['id']}/export.json")))
+    assert exported["conversation"]["forked_from"] == {"conversation_id": conversation.pk,
+                                                       "message_id": exchange[3].pk}
+    source = json.loads(streamed_body(api.get(f"/api/conversations/{conversation.pk}/export.json")))
+    assert source["conversation"]["forked_from"] is None
+    markdown = streamed_body(api.get(f"/api/conversations/{made['id']}/export.md"))
+    assert (f"· forked from conversation {conversation.pk} at message {exchange[3].pk}\n"
+            in markdown)
+
+
+def test_a_fork_is_titled_as_one_in_the_forkers_language_and_fits(
+        token_client, bob, conversation, exchange):
+    path = f"/api/conversations/{conversation.pk}/fork"
+    client = token_client(bob)
+    zh = client.post(path, data=json.dumps({"message_id": exchange[0].pk}),
+                     content_type="application/json", HTTP_ACCEPT_LANGUAGE="zh-hans").json()
+    assert zh["title"] == "Plans（分叉）"
+    Conversation.objects.filter(pk=conversation.pk).update(title="W" * 200)
+    long = _post(client, path, {"message_id": exchange[0].pk}).json()
+    assert long["title"] == "W" * 193 + " (fork)" and len(long["title"]) == 200
+    Conversation.objects.filter(pk=conversation.pk).update(title="New conversation")
+    untitled = _post(client, path, {"message_id": exchange[0].pk}).json()
+    assert untitled["title"] == "New conversation"  # titled after its next exchange
 
 
 @pytest.mark.parametrize("status", [MessageStatus.STREAMING, MessageStatus.PENDING])
@@ -191,6 +236,46 @@ def test_only_your_own_last_message_can_be_edited_and_not_during_a_run(
     assert elsewhere.status_code == 404
     assert len(_texts(conversation)) == 5
     assert not Message.objects.filter(superseded_by__isnull=False).exists()
+
+
+def test_a_chat_edit_in_a_mention_conversation_stays_chat_and_one_that_mentions_runs(
+        token_client, alice, bob, conversation):
+    """In a ``mention`` conversation an edit follows the rules of a send: a new text that does
+    not mention the agent is chat (no run, replaced by the new message), one that mentions it
+    runs the agent; the earlier versions are in both exports."""
+    Conversation.objects.filter(pk=conversation.pk).update(agent_mode="mention")
+    said = _say(conversation, 1, "Lunch at noon?", author=bob, wakes_agent=False)
+    client = token_client(bob)
+
+    response = _post(client, f"/api/conversations/{conversation.pk}/messages/{said.pk}/edit",
+                     {"text": "Lunch at one?"})
+    assert response.status_code == 201, response.content
+    chat = Message.objects.get(pk=response.json()["id"])
+    assert (response.json()["run_id"], response.json()["wakes_agent"]) == (None, False)
+    assert not Run.objects.filter(conversation=conversation).exists()
+    said.refresh_from_db()
+    assert (said.superseded_by_id, said.superseded_by_message_id) == (None, chat.pk)
+    assert _texts(conversation) == ["Lunch at one?"]
+    events = list(ConversationEvent.objects.filter(conversation=conversation)
+                  .values_list("kind", "payload"))
+    assert [kind for kind, _ in events] == ["messages_superseded", "user_message"]
+    assert {k: events[0][1][k] for k in ("message_ids", "run_id", "message_id")} == {
+        "message_ids": [said.pk], "run_id": None, "message_id": chat.pk}
+
+    mentioned = _post(client, f"/api/conversations/{conversation.pk}/messages/{chat.pk}/edit",
+                      {"text": "@agent lunch at one?"})
+    assert mentioned.status_code == 201, mentioned.content
+    run = Run.objects.get(conversation=conversation, status=RunStatus.QUEUED)
+    assert (mentioned.json()["run_id"], mentioned.json()["wakes_agent"]) == (run.pk, True)
+    chat.refresh_from_db()
+    assert (chat.superseded_by_id, chat.superseded_by_message_id) == (run.pk, None)
+
+    exported = json.loads(streamed_body(client.get(
+        f"/api/conversations/{conversation.pk}/export.json")))
+    assert [(m["superseded_by_run"], m["superseded_by_message"])
+            for m in exported["messages"]] == [(None, chat.pk), (run.pk, None), (None, None)]
+    markdown = streamed_body(client.get(f"/api/conversations/{conversation.pk}/export.md"))
+    assert f"*earlier version, replaced by message {chat.pk}*" in markdown
 
 
 # -- regenerate ----------------------------------------------------------------------------------

@@ -54,8 +54,9 @@ def test_english_validation_refusals_read_as_before(alice: User,
     client = signed_in(alice)
     assert _refusal(client, "get", "/api/search?q=", **ENGLISH)["message"] == (
         "query.q: String should have at least 1 character")
-    assert _refusal(client, "get", "/api/search?q=" + "x" * 101, **ENGLISH)["message"] == (
-        "query.q: String should have at most 100 characters")
+    wiki_search = f"/api/teams/{conversation.room.team_id}/wiki/search?q="
+    assert _refusal(client, "get", wiki_search + "x" * 201, **ENGLISH)["message"] == (
+        "query.q: String should have at most 200 characters")
     post = f"/api/rooms/{conversation.room_id}/conversations"
     assert _refusal(client, "post", post, "{bad json", **ENGLISH)["message"] == (
         "Cannot parse request body")

@@ -8,9 +8,10 @@ from typing import Any
 
 from tests.unit.rooms.node import run_js
 
-# input: {messages: [[key, runId, supersededBy]], chosen: [[slotId, index]]}
+# input: {messages: [[key, runId, supersededBy, id?]], chosen: [[slotId, index]]}
 HARNESS = """
-const messages = input.messages.map(([key, runId, supersededBy]) => ({ key, runId, supersededBy }));
+const messages = input.messages.map(([key, runId, supersededBy, id]) => ({ key, runId,
+                                                                          supersededBy, id }));
 const slots = versionSlots(messages);
 const chosen = new Map(input.chosen);
 const hidden = hiddenMessages(slots, (slot) => chosen.get(slot.id) ?? slot.versions.length - 1);
@@ -19,8 +20,8 @@ output({ slots: slots.map((s) => [s.id, s.versions.map((v) => v.map((m) => m.key
 """
 
 
-def versions(messages: list[tuple[str, int | None, int | None]],
-             chosen: dict[int, int] | None = None) -> dict[str, Any]:
+def versions(messages: list[tuple[Any, ...]],
+             chosen: dict[int | str, int] | None = None) -> dict[str, Any]:
     return run_js("version_slots.js", "{ hiddenMessages, versionSlots }", HARNESS,
                   {"messages": messages, "chosen": list((chosen or {}).items())})
 
@@ -67,3 +68,15 @@ def test_a_message_edited_after_its_answer_was_regenerated_keeps_that_slot_insid
     assert result["shown"] == ["u1", "a2"]
     assert versions(transcript, {3: 0})["shown"] == ["u0", "a1"]
     assert versions(transcript, {3: 0, 2: 0})["shown"] == ["u0", "a0"]
+
+
+def test_a_chat_edit_is_a_version_replaced_by_the_new_message() -> None:
+    # a mention conversation: u0 edited as chat (u1, no run), then u1 edited mentioning the
+    # agent (run 4 answers): one slot of three versions, keyed by the first replacement
+    transcript = [("u0", None, "m11", 10), ("u1", None, 4, 11), ("u2", 4, None, 12),
+                  ("a2", 4, None, 13)]
+    result = versions(transcript)
+    assert result["slots"] == [["m11", [["u0"], ["u1"], ["u2", "a2"]]]]
+    assert result["shown"] == ["u2", "a2"]
+    assert versions(transcript, {"m11": 0})["shown"] == ["u0"]
+    assert versions(transcript, {"m11": 1})["shown"] == ["u1"]

@@ -89,6 +89,13 @@ export class ReconnectingSocket {
     this.start();
   }
 
+  /** Close the connection for good: no reconnect, no status change (the caller says why). */
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.ws) this.ws.close();
+  }
+
   /** Close the connection as a network loss would (it reconnects). */
   drop() {
     if (this.ws) this.ws.close();

@@ -1,8 +1,10 @@
 // Fork and Edit in the transcript (issue 19; REST: docs/protocol.md, "Versions and forks").
 // Fork, on any complete message, makes a conversation whose history ends with it and opens it.
-// Edit, on your own last message, opens an inline editor; saving replaces the message and
-// runs the agent again (the old one stays as an earlier version). Both are offered to writers
-// while no run is active; the server decides (a `conflict` is shown where it was asked for).
+// Edit, on your own last message, opens an inline editor; saving replaces the message (the old
+// one stays as an earlier version) and, as a sent message would, runs the agent again: always
+// in an `always` conversation, in a `mention` one only when the new text mentions it. Both are
+// offered to writers while no run is active; the server decides (a `conflict` is shown where
+// it was asked for).
 
 import { imeKey } from "./ime.js";
 
@@ -31,6 +33,18 @@ function lastPersonMessage(store) {
                                           && !m.supersededBy && m.author);
 }
 
+/** Where the transcript's last turn stands, as the server judges Regenerate: `answered`, an
+ * answer (a current assistant message) follows the last message a person wrote (any answer
+ * when that message is on a page not loaded); `unanswered`, a person's message is the last one
+ * with none after it (a fork that ends with a question, a run that failed before answering),
+ * which "Ask the agent" answers. */
+export function lastTurn(store) {
+  const last = lastPersonMessage(store);
+  const after = last ? store.placed.slice(store.placed.indexOf(last) + 1) : store.placed;
+  const answered = after.some((m) => m.role === "assistant" && !m.supersededBy);
+  return { answered, unanswered: !!last && !answered };
+}
+
 function button(action, text, title) {
   const b = document.createElement("button");
   b.type = "button";
@@ -49,11 +63,20 @@ function actionsOf(article) {
     box.className = "message-actions";
     box.append(button("fork", gettext("Fork"),
                       gettext("A new conversation whose history ends with this message")),
-               button("edit-message", gettext("Edit"),
-                      gettext("Change your message and ask again; the old one stays as an earlier version")));
+               button("edit-message", gettext("Edit"), ""));
     head.append(box);
   }
   return box;
+}
+
+function editWords(store) {
+  // What Edit does, as a sent message would (docs/protocol.md, "Agent modes"): [button
+  // title, save label].
+  return store.agentMode === "mention"
+    ? [gettext("Change your message; the old one stays as an earlier version. The agent answers only if the new text mentions it."),
+       gettext("Save")]
+    : [gettext("Change your message and ask again; the old one stays as an earlier version"),
+       gettext("Save and ask again")];
 }
 
 /** Show or hide each message's Fork and Edit buttons (`store.placed`; `renderer.articleFor`). */
@@ -61,14 +84,16 @@ export function renderMessageActions(store, renderer) {
   const idle = store.canWrite && !store.run;
   const last = lastPersonMessage(store);
   const you = store.you ? String(store.you.id) : null;
+  const [editTitle] = editWords(store);
   for (const msg of store.placed) {
     const box = actionsOf(renderer.articleFor(msg));
     const whole = idle && !msg.supersededBy && !msg.summary && !msg.sending && !msg.queued
       && !BUSY_STATUSES.has(msg.status) && msg.status === "complete"
       && (msg.role === "user" || msg.role === "assistant") && !!(msg.id || msg.engineId);
     box.querySelector(".fork").hidden = !whole;
-    box.querySelector(".edit-message").hidden = !(whole && msg === last && msg.id
-                                                  && msg.author && String(msg.author.id) === you);
+    const edit = box.querySelector(".edit-message");
+    edit.hidden = !(whole && msg === last && msg.id && msg.author && String(msg.author.id) === you);
+    if (edit.title !== editTitle) edit.title = editTitle;
   }
 }
 
@@ -99,7 +124,7 @@ async function fork(root, store, msg, control) {
   window.location.assign(`/conversations/${data.id}/`);
 }
 
-function editor(article, msg) {
+function editor(article, msg, store) {
   // The inline editor under the message's text; Esc or Cancel closes it.
   let form = article.querySelector(":scope > form.message-edit");
   if (form) return form;
@@ -113,7 +138,7 @@ function editor(article, msg) {
   area.setAttribute("aria-label", gettext("Edited message"));
   const save = document.createElement("button");
   save.type = "submit";
-  save.textContent = gettext("Save and ask again");
+  save.textContent = editWords(store)[1];
   const cancel = button("cancel-message-edit", gettext("Cancel"), gettext("Keep the message as it is"));
   const error = document.createElement("p");
   error.className = "message-edit-error";
@@ -152,7 +177,7 @@ export function setupMessageActions(root, store, renderer) {
     if (control.dataset.action === "fork") {
       fork(root, store, msg, control).then(() => renderer.schedule());
     } else if (control.dataset.action === "edit-message") {
-      editor(article, msg).querySelector("textarea").focus();
+      editor(article, msg, store).querySelector("textarea").focus();
     } else if (control.dataset.action === "cancel-message-edit") {
       control.closest("form").remove();
     }

@@ -10,6 +10,7 @@ import { personName } from "./store.js";
 import { renderElicitations } from "./elicitation.js";
 import { renderInitials } from "./initials.js";
 import { createCard, renderCard } from "./tools.js";
+import { lastTurn } from "./message_actions.js";
 import { renderTitle, renderVersions } from "./versions.js";
 
 const QUEUED_TEXT = gettext("queued, joins at the next step");
@@ -47,7 +48,7 @@ function flag(article, className, text) {
 function isEmpty(msg) {
   // A message with nothing to show (a reply stopped before its first word) is left out.
   return !msg.text && !msg.thinking && !msg.images.length && !msg.calls.length && !msg.wiki.length
-    && msg.status !== "streaming" && !msg.sending && !msg.failed;
+    && !msg.forks.length && msg.status !== "streaming" && !msg.sending && !msg.failed;
 }
 
 function localLink(text, href) {
@@ -71,6 +72,17 @@ function wikiLine(change) {
                                                 gettext(" (merged with a concurrent change)")));
   li.append(document.createTextNode(" — "), localLink(gettext("view"), change.pageUrl),
             document.createTextNode(" · "), localLink(gettext("diff"), change.diffUrl));
+  return li;
+}
+
+function forkLine(fork, url) {
+  // "<person> forked the conversation here: “<the fork's title>”"
+  const li = element("li", "fork-line");
+  li.dataset.conversationId = String(fork.id);
+  const link = element("a", "fork-link", interpolate(gettext("“%(title)s”"), { title: fork.title }, true));
+  link.href = url;
+  li.append(document.createTextNode(interpolate(gettext("%(name)s forked the conversation here: "),
+                                                { name: personName(fork.by) }, true)), link);
   return li;
 }
 
@@ -141,6 +153,7 @@ export class Renderer {
     if (dirty.prepended) doc.scrollTop = doc.scrollHeight - fromBottom;
     if (dirty.history) this.renderHistory();
     if (dirty.run) this.renderRun();
+    else if (dirty.order || dirty.messages.size) this.renderAgentMode(); // it follows the last turn
     if (dirty.run || dirty.messages.size || dirty.order) renderVersions(this.root, store, this);
     if (dirty.title) renderTitle(this.root, store);
     if (dirty.presence) this.renderPresence();
@@ -221,6 +234,7 @@ export class Renderer {
     renderImages(msg, article);
     this.renderCalls(msg, article);
     this.renderWiki(msg, article);
+    this.renderForks(msg, article);
     renderSources(article, article.querySelector(".body"), msg.sources);
     const empty = isEmpty(msg);
     const chat = this.store.agentMode === "mention";
@@ -294,6 +308,25 @@ export class Renderer {
       article.querySelector(".tools").after(list);
     }
     if (list.children.length !== msg.wiki.length) list.replaceChildren(...msg.wiki.map(wikiLine));
+  }
+
+  renderForks(msg, article) {
+    let list = article.querySelector(":scope > ul.fork-lines");
+    if (!msg.forks.length) {
+      if (list) list.remove();
+      return;
+    }
+    if (!list) {
+      list = element("ul", "fork-lines");
+      list.setAttribute("aria-label", gettext("Forks made here"));
+      (article.querySelector(":scope > ul.wiki-changes") || article.querySelector(".tools")).after(list);
+    }
+    // the sidebar's pattern: /conversations/0/ with the id in place of the 0
+    const pattern = this.root.querySelector("#conversation-nav").dataset.conversationUrl;
+    if (list.children.length !== msg.forks.length) {
+      list.replaceChildren(...msg.forks.map((fork) => forkLine(
+        fork, pattern.replace(/\/0\/$/, `/${fork.id}/`))));
+    }
   }
 
   renderOrder() {
@@ -370,10 +403,15 @@ export class Renderer {
   }
 
   renderAgentMode() {
-    // In "mention" mode people talk among themselves: "Ask the agent" starts its turn.
+    // In "mention" mode people talk among themselves: "Ask the agent" starts its turn. In
+    // "always" mode it answers a person's message left without an answer (a fork that ends
+    // with a question, a run that failed before its first word).
     const mode = this.store.agentMode;
     const ask = this.root.querySelector('button[data-action="ask-agent"]');
-    if (ask) ask.hidden = mode !== "mention" || !!this.store.run || !this.store.canWrite;
+    if (ask) {
+      ask.hidden = !(mode === "mention" || (this.store.ready && lastTurn(this.store).unanswered))
+        || !!this.store.run || !this.store.canWrite;
+    }
     const select = this.root.querySelector("#agent-mode");
     if (select && select.value !== mode) select.value = mode;
     this.root.dataset.agentMode = mode;

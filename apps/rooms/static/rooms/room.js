@@ -10,8 +10,11 @@ import { setupModelSettings } from "./model_settings.js";
 import { Renderer } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { RoomSocket } from "./socket.js";
-import { Store } from "./store.js";
+import { personName, Store } from "./store.js";
 import { setupVersions } from "./versions.js";
+
+// What a deleted conversation's page can no longer do (its links and the copy buttons stay).
+const GONE_CONTROLS = ".run-bar button, .run-bar select, button.rename, #composer textarea, #composer button, #composer input, #transcript .message-actions button"; // i18n: not prose
 
 const CONNECTION_TEXT = {
   connecting: gettext("Connecting…"),
@@ -87,6 +90,8 @@ function start(root) {
         store.applyEvent(frame.event);
         if (frame.event.kind === "mcp_list_changed" && frame.event.list === "prompts"
             && composerUi) composerUi.forgetPrompts(); // the next "/" asks again
+        if (frame.event.kind === "conversation_archived"
+            || frame.event.kind === "conversation_deleted") gone(frame.event);
         return;
       case "ack":
         store.ack(frame);
@@ -117,6 +122,22 @@ function start(root) {
         return;
       default:
     }
+  }
+
+  function gone(ev) {
+    // Someone archived the conversation (it leaves the room's list; it still works here) or
+    // deleted it (nothing more can be said: the socket stops, and the page's controls with it).
+    const deleted = ev.kind === "conversation_deleted";
+    const text = deleted
+      ? gettext("%(name)s deleted this conversation: nothing more can be said here.")
+      : gettext("%(name)s archived this conversation: it is no longer listed in the room.");
+    store.notice("gone", deleted ? "error" : "warn",
+                 interpolate(text, { name: personName(ev.by) }, true),
+                 { replace: true, link: root.dataset.roomUrl, linkText: gettext("Back to the room") });
+    if (!deleted) return;
+    socket.stop();
+    renderer.setConnection("closed", CONNECTION_TEXT.closed);
+    root.querySelectorAll(GONE_CONTROLS).forEach((el) => { el.disabled = true; });
   }
 
   function refusedSend(frame) {

@@ -12,6 +12,7 @@ const MAX_SUB_LINES = 30;
 const SUB_WAITS = new Set(["awaiting_approval", "approval_decided", "awaiting_input",
                            "input_received"]);
 
+import { editKey } from "./version_slots.js";
 import { retitle, supersede } from "./versions.js";
 
 let uid = 0;
@@ -97,7 +98,8 @@ export class Store {
   // -- messages ---------------------------------------------------------------------------
   _newMessage(fields) {
     return { key: "", id: null, engineId: null, role: "assistant", author: null, thinking: "",
-             text: "", images: [], calls: [], wiki: [], status: "complete", clientId: null,
+             text: "", images: [], calls: [], wiki: [], forks: [], status: "complete",
+             clientId: null,
              queued: false,
              sending: false, failed: null, summary: false, wakesAgent: false, ...fields };
   }
@@ -238,7 +240,9 @@ export class Store {
     Object.assign(msg, { id: m.id, engineId: m.engine_id, role: m.role, author: m.author,
                          status: m.status, clientId: m.client_id, sending: false,
                          queued: m.status === "pending", wakesAgent: !!m.wakes_agent,
-                         runId: m.run_id ?? null, supersededBy: m.superseded_by_run || null });
+                         runId: m.run_id ?? null,
+                         supersededBy: m.superseded_by_run
+                           || (m.superseded_by_message ? editKey(m.superseded_by_message) : null) });
     if (m.client_id) this.byClientId.set(m.client_id, msg);
     this._fillFromBlocks(msg, blocks, m.reasoning_content);
     msg.sources = m.sources || [];
@@ -260,6 +264,7 @@ export class Store {
     for (const e of (state.waiting && state.waiting.elicitations) || []) this._awaitElicitation(e);
     this.todos = state.todos || [];
     for (const change of state.wiki_changes || []) this._wikiChange(change);
+    for (const fork of state.forks || []) this._forkMade(fork);
     const compaction = state.compaction || {};
     if (compaction.paused_until && new Date(compaction.paused_until) > new Date()) {
       const why = interpolate(ngettext("%(n)s compaction failed in a row",
@@ -292,6 +297,7 @@ export class Store {
     this.placed = [...older(this.placed), ...known(this.placed)];
     this.pending = [...older(this.pending), ...known(this.pending)];
     for (const change of page.wiki_changes || []) this._wikiChange(change);
+    for (const fork of page.forks || []) this._forkMade(fork);
     this.before = page.before || null;
     this.loadingHistory = false;
     Object.assign(this.dirty, { order: true, history: true, prepended: true });
@@ -389,6 +395,17 @@ export class Store {
     msg.wiki.push({ path: ev.path, commit: ev.commit, author: ev.author, summary: ev.summary || "",
                     created: !!ev.created, merged: !!ev.merged, pageUrl: ev.page_url || "",
                     diffUrl: ev.diff_page_url || ev.diff_url || "" });
+    this.touch(msg);
+  }
+
+  _forkMade(fork) {
+    // A conversation forked at one of these messages (a page's `forks`, or the
+    // conversation_forked event): a line under that message. A message streamed live is
+    // known here by its engine id.
+    const msg = (fork.engine_id && this.messages.get(fork.engine_id))
+      || [...this.messages.values()].find((m) => m.id && String(m.id) === String(fork.message_id));
+    if (!msg || msg.forks.some((f) => f.id === fork.conversation_id)) return;
+    msg.forks.push({ id: fork.conversation_id, title: fork.title, by: fork.by });
     this.touch(msg);
   }
 
@@ -553,6 +570,7 @@ const HANDLERS = {
     }
   },
   messages_superseded(ev) { supersede(this, ev); },
+  conversation_forked(ev) { this._forkMade(ev); },
   title_changed(ev) { retitle(this, ev); },
   agent_mode_changed(ev) {
     if (this.conversation) this.conversation.agent_mode = ev.agent_mode;

@@ -7,17 +7,19 @@
 // calls; what they change arrives as events (messages_superseded, title_changed) like anyone's.
 
 import { imeKey } from "./ime.js";
-import { apiPost, renderMessageActions, setupMessageActions } from "./message_actions.js";
-import { hiddenMessages, versionSlots } from "./version_slots.js";
+import { apiPost, lastTurn, renderMessageActions, setupMessageActions } from "./message_actions.js";
+import { editKey, hiddenMessages, versionSlots } from "./version_slots.js";
 
 export function supersede(store, ev) {
-  // messages_superseded: the listed messages became earlier versions of run ev.run_id. A
-  // message streamed live is known by its engine id (its row id never reached this page).
+  // messages_superseded: the listed messages became earlier versions of run ev.run_id, or of
+  // message ev.message_id (a chat edit, no run). A message streamed live is known by its
+  // engine id (its row id never reached this page).
   const ids = new Set((ev.message_ids || []).map(String));
   const engineIds = new Set(ev.engine_ids || []);
+  const key = ev.run_id ?? editKey(ev.message_id);
   for (const msg of store.messages.values()) {
     if ((msg.id !== undefined && ids.has(String(msg.id))) || engineIds.has(msg.key)) {
-      msg.supersededBy = ev.run_id;
+      msg.supersededBy = key;
       store.touch(msg);
     }
   }
@@ -30,15 +32,16 @@ export function retitle(store, ev) {
   store.dirty.title = true;
 }
 
-const chosen = new Map(); // slot id -> {index, count}: the version this page shows
+const chosen = new Map(); // String(slot id) -> {index, count}: the version this page shows
 
 function chosenIndex(slot) {
   // The newest version, until someone flips; a new version arriving shows the new one.
-  const seen = chosen.get(slot.id);
+  const id = String(slot.id);
+  const seen = chosen.get(id);
   if (!seen || seen.count !== slot.versions.length) {
-    chosen.set(slot.id, { index: slot.versions.length - 1, count: slot.versions.length });
+    chosen.set(id, { index: slot.versions.length - 1, count: slot.versions.length });
   }
-  return chosen.get(slot.id).index;
+  return chosen.get(id).index;
 }
 
 function switcher(head) {
@@ -96,15 +99,11 @@ export function renderVersions(root, store, renderer) {
   renderSwitchers(store, renderer);
   renderMessageActions(store, renderer);
   const regenerate = root.querySelector('button[data-action="regenerate"]');
-  if (regenerate) {
-    const answered = [...store.messages.values()].some((m) => m.role === "assistant"
-                                                              && !m.supersededBy);
-    regenerate.hidden = !!store.run || !store.canWrite || !answered;
-  }
+  if (regenerate) regenerate.hidden = !!store.run || !store.canWrite || !lastTurn(store).answered;
 }
 
 function flip(store, nav, step) {
-  const seen = chosen.get(Number(nav.dataset.slot));
+  const seen = chosen.get(nav.dataset.slot);
   if (!seen) return;
   seen.index = Math.min(seen.count - 1, Math.max(0, seen.index + step));
   store.dirty.run = true; // redraws the switchers
