@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["event_frame"]
+__all__ = ["event_frame", "event_frame_text"]
 
 
 def event_frame(seq: int, event: dict[str, Any]) -> str:
@@ -22,3 +22,9 @@ def event_frame(seq: int, event: dict[str, Any]) -> str:
     ``event`` is the stored payload (JSON-ready). Raises ``TypeError`` for a value JSON cannot
     hold."""
     return json.dumps({"type": "event", "seq": seq, "event": event})
+
+
+def event_frame_text(seq: int, event_json: str) -> str:
+    """:func:`event_frame` of an event already encoded as ``event_json`` (``json.dumps`` of
+    the payload): the same text, without encoding the payload again."""
+    return f'{{"type": "event", "seq": {seq}, "event": {event_json}}}'

@@ -19,18 +19,22 @@ transaction fails, each batch is written again alone and only the bad one gets t
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from apps.realtime.broadcast import broadcast_layer
+from apps.realtime.event_frame import event_frame_text
 from apps.realtime.groups import EventEnvelope, conversation_group
 from apps.realtime.outage import send_or_drop
-from apps.rooms.models import ConversationEvent, Message
-from apps.rooms.services.events import event_envelope, seqs_allocate
+from apps.rooms.models import Conversation, ConversationEvent, Message
+from apps.rooms.services.events import seqs_allocate
 
 __all__ = ["LogWriter", "log_writer"]
 
@@ -46,6 +50,7 @@ class _Batch:
     # batch's events included: stored with the batch's last seq as its checkpoint_seq)
     done: asyncio.Future[None]
     envelopes: list[EventEnvelope] = field(default_factory=list)
+    texts: list[tuple[str, str]] = field(default_factory=list)  # (kind, payload as JSON)
 
 
 class LogWriter:
@@ -61,6 +66,8 @@ class LogWriter:
         """Store ``(kind, payload)`` events with their seqs and the messages' content so far,
         then broadcast the events; returns once both are done. Raises what storing raised
         (``Conversation.DoesNotExist``, database errors)."""
+        if not events:
+            return
         batch = _Batch(conversation_id, run_id, events, checkpoints,
                        asyncio.get_running_loop().create_future())
         self._queue.append(batch)
@@ -78,14 +85,20 @@ class LogWriter:
 
     async def _write(self, batches: list[_Batch]) -> None:
         try:
-            await database_sync_to_async(_store)(batches)
-            stored = batches
+            gone = await database_sync_to_async(_store)(batches)
+            stored = [batch for batch in batches if batch.conversation_id not in gone]
+            for batch in batches:
+                if batch.conversation_id in gone:
+                    batch.done.set_exception(Conversation.DoesNotExist(
+                        f"conversation {batch.conversation_id} is gone"))
         except Exception:  # find the bad batch: each alone
             stored = []
             for batch in batches:
                 try:
-                    await database_sync_to_async(_store)([batch])
-                    stored.append(batch)
+                    if not await database_sync_to_async(_store)([batch]):
+                        stored.append(batch)
+                        continue
+                    raise Conversation.DoesNotExist(f"conversation {batch.conversation_id} is gone")
                 except Exception as exc:
                     batch.done.set_exception(exc)
         by_conversation: dict[int, list[_Batch]] = {}
@@ -94,32 +107,120 @@ class LogWriter:
         await asyncio.gather(*(_broadcast(group) for group in by_conversation.values()))
 
 
-def _store(batches: list[_Batch]) -> None:
-    """Store every batch in one transaction of three statements, however many there are: the
-    seqs of all their conversations (one UPDATE), their events (one INSERT), the messages'
-    checkpoints (one UPDATE), each with the last seq it includes. A conversation's batches get
-    consecutive seqs in their order."""
-    counts: dict[int, int] = {}
-    for batch in batches:
-        counts[batch.conversation_id] = counts.get(batch.conversation_id, 0) + len(batch.events)
+def _store(batches: list[_Batch]) -> set[int]:
+    """Store every batch (seqs, events, checkpoints) and set its envelopes; returns the ids of
+    the conversations that are gone (their batches stored nothing). Each event's payload is
+    encoded once, for the store and the frame alike. A conversation's batches get consecutive
+    seqs in their order; a checkpoint is stored with the last seq it includes."""
+    rounds = _Round(batches)
+    if connection.vendor == "postgresql":
+        firsts = _store_in_one_statement(rounds)
+    else:
+        firsts = _store_in_a_transaction(rounds)
+    for batch, offsets in zip(batches, rounds.offsets, strict=True):
+        if batch.conversation_id in firsts:
+            first = firsts[batch.conversation_id]
+            batch.envelopes = [
+                {"type": "conv.event", "seq": first + offset, "kind": kind,
+                 "frame": event_frame_text(first + offset, text)}
+                for offset, (kind, text) in zip(offsets, batch.texts, strict=True)]
+    return set(rounds.counts) - set(firsts)
+
+
+class _Round:
+    """What one write stores, by conversation: ``counts`` (events each), each batch's
+    ``offsets`` (its events' places among its conversation's in this write) and its payloads
+    as JSON text (``batch.texts``)."""
+
+    def __init__(self, batches: list[_Batch]) -> None:
+        self.batches = batches
+        self.counts: dict[int, int] = {}
+        self.offsets: list[range] = []
+        for batch in batches:
+            start = self.counts.get(batch.conversation_id, 0)
+            self.offsets.append(range(start, start + len(batch.events)))
+            self.counts[batch.conversation_id] = start + len(batch.events)
+            batch.texts = [(kind, json.dumps(payload)) for kind, payload in batch.events]
+
+
+def _store_in_one_statement(write: _Round) -> dict[int, int]:
+    """PostgreSQL: the seqs (an UPDATE ... RETURNING), the events (an INSERT) and the
+    checkpoints (an UPDATE) in one statement of data-modifying CTEs (each runs once, to
+    completion, whether or not the query reads it): one round trip and no BEGIN/COMMIT,
+    however many batches. A conversation that is gone has no row in ``s``, so nothing of it
+    is stored. Returns each stored conversation's first seq."""
+    ids = sorted(write.counts)
+    params: list[Any] = [x for c in ids for x in (c, write.counts[c])] + ids
+    now = timezone.now()
+    events: list[Any] = []
+    checkpoints: dict[int, list[Any]] = {}
+    for batch, offsets in zip(write.batches, write.offsets, strict=True):
+        count = write.counts[batch.conversation_id]  # seq = new last seq - (count - offset) + 1
+        for offset, (kind, text) in zip(offsets, batch.texts, strict=True):
+            events += [batch.conversation_id, count - offset, kind, text, batch.run_id, now]
+        for pk, content in batch.checkpoints.items():  # a later flush's wins
+            checkpoints[pk] = [pk, batch.conversation_id, json.dumps(content),
+                               count - offsets.stop]
+    names = _table_names()
+    sql = _ONE_STATEMENT.format(
+        cases=" ".join(["WHEN %s THEN %s"] * len(ids)), ids=", ".join(["%s"] * len(ids)),
+        events=", ".join(["(%s, %s, %s, %s::jsonb, %s, %s)"] * (len(events) // 6)),
+        checkpoints=_CHECKPOINTS.format(
+            rows=", ".join(["(%s, %s, %s::jsonb, %s)"] * len(checkpoints)), **names)
+        if checkpoints else "", **names)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + events + [x for row in checkpoints.values() for x in row])
+        rows = cursor.fetchall()
+    return {int(c): int(last) - write.counts[c] + 1 for c, last in rows}
+
+
+@functools.cache
+def _table_names() -> dict[str, str]:
+    """The quoted tables of the statement below."""
+    quote = connection.ops.quote_name
+    return {name: quote(model._meta.db_table) for name, model in (
+        ("conversation", Conversation), ("event", ConversationEvent), ("message", Message))}
+
+
+# s: the conversations' new last seqs; e: each event at (new last seq - d + 1); m: each
+# checkpoint with the seq of its batch's last event (new last seq - d).
+_ONE_STATEMENT = """
+WITH s AS (
+    UPDATE {conversation} SET last_seq = last_seq + CASE id {cases} END
+    WHERE id IN ({ids}) RETURNING id, last_seq),
+e AS (
+    INSERT INTO {event} (conversation_id, seq, kind, payload, run_id, created_at)
+    SELECT v.c, s.last_seq - v.d + 1, v.k, v.p, v.r, v.t
+    FROM (VALUES {events}) AS v(c, d, k, p, r, t) JOIN s ON s.id = v.c){checkpoints}
+SELECT id, last_seq FROM s
+"""
+_CHECKPOINTS = """,
+m AS (
+    UPDATE {message} SET content = v.content, checkpoint_seq = s.last_seq - v.d
+    FROM (VALUES {rows}) AS v(pk, c, content, d) JOIN s ON s.id = v.c
+    WHERE {message}.id = v.pk)"""
+
+
+def _store_in_a_transaction(write: _Round) -> dict[int, int]:
+    """Any other database: one transaction of three statements (the seqs, the events, the
+    checkpoints). Raises ``Conversation.DoesNotExist`` when a conversation is gone (nothing
+    is stored then)."""
     checkpoints: dict[int, Message] = {}
     rows: list[ConversationEvent] = []
     with transaction.atomic():
-        following = seqs_allocate({c: n for c, n in counts.items() if n})
-        for batch in batches:
-            first = following[batch.conversation_id] if batch.events else 0
-            made = [ConversationEvent(conversation_id=batch.conversation_id, seq=first + i,
-                                      kind=kind, payload=payload, run_id=batch.run_id)
-                    for i, (kind, payload) in enumerate(batch.events)]
-            following[batch.conversation_id] = first + len(made)
-            batch.envelopes = [event_envelope(row) for row in made]
-            rows += made
+        firsts = seqs_allocate(write.counts)
+        for batch, offsets in zip(write.batches, write.offsets, strict=True):
+            first = firsts[batch.conversation_id]
+            rows += [ConversationEvent(conversation_id=batch.conversation_id, seq=first + offset,
+                                       kind=kind, payload=payload, run_id=batch.run_id)
+                     for offset, (kind, payload) in zip(offsets, batch.events, strict=True)]
             for pk, content in batch.checkpoints.items():  # a later flush's wins
                 checkpoints[pk] = Message(pk=pk, content=content,
-                                          checkpoint_seq=first + len(made) - 1)
+                                          checkpoint_seq=first + offsets.stop - 1)
         ConversationEvent.objects.bulk_create(rows)
         if checkpoints:
             Message.objects.bulk_update(list(checkpoints.values()), ["content", "checkpoint_seq"])
+    return firsts
 
 
 async def _broadcast(batches: list[_Batch]) -> None:
