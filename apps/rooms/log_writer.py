@@ -147,29 +147,32 @@ def _store_in_one_statement(write: _Round) -> dict[int, int]:
     """PostgreSQL: the seqs (an UPDATE ... RETURNING), the events (an INSERT) and the
     checkpoints (an UPDATE) in one statement of data-modifying CTEs (each runs once, to
     completion, whether or not the query reads it): one round trip and no BEGIN/COMMIT,
-    however many batches. A conversation that is gone has no row in ``s``, so nothing of it
-    is stored. Returns each stored conversation's first seq."""
+    however many batches. The events and the checkpoints travel as one JSON array each, with
+    the payloads already encoded set in as they are: two parameters whatever the round's size,
+    where a parameter per column made quoting them (psycopg's client-side binding, in Python)
+    the writer's largest cost. A conversation that is gone has no row in ``s``, so nothing of
+    it is stored. Returns each stored conversation's first seq."""
     ids = sorted(write.counts)
-    params: list[Any] = [x for c in ids for x in (c, write.counts[c])] + ids
-    now = timezone.now()
-    events: list[Any] = []
-    checkpoints: dict[int, list[Any]] = {}
+    events: list[str] = []
+    checkpoints: dict[int, str] = {}
     for batch, offsets in zip(write.batches, write.offsets, strict=True):
         count = write.counts[batch.conversation_id]  # seq = new last seq - (count - offset) + 1
-        for offset, (kind, text) in zip(offsets, batch.texts, strict=True):
-            events += [batch.conversation_id, count - offset, kind, text, batch.run_id, now]
+        row = f'{{"c":{batch.conversation_id},"r":{json.dumps(batch.run_id)},"d":'
+        events += [f'{row}{count - offset},"k":{json.dumps(kind)},"p":{text}}}'
+                   for offset, (kind, text) in zip(offsets, batch.texts, strict=True)]
         for pk, content in batch.checkpoints.items():  # a later flush's wins
-            checkpoints[pk] = [pk, batch.conversation_id, json.dumps(content),
-                               count - offsets.stop]
+            checkpoints[pk] = (f'{{"pk":{pk},"c":{batch.conversation_id},'
+                               f'"d":{count - offsets.stop},"content":{json.dumps(content)}}}')
     names = _table_names()
     sql = _ONE_STATEMENT.format(
         cases=" ".join(["WHEN %s THEN %s"] * len(ids)), ids=", ".join(["%s"] * len(ids)),
-        events=", ".join(["(%s, %s, %s, %s::jsonb, %s, %s)"] * (len(events) // 6)),
-        checkpoints=_CHECKPOINTS.format(
-            rows=", ".join(["(%s, %s, %s::jsonb, %s)"] * len(checkpoints)), **names)
-        if checkpoints else "", **names)
+        checkpoints=_CHECKPOINTS.format(**names) if checkpoints else "", **names)
+    params: list[Any] = [x for c in ids for x in (c, write.counts[c])] + ids
+    params += [timezone.now(), f"[{','.join(events)}]"]
+    if checkpoints:
+        params.append(f"[{','.join(checkpoints.values())}]")
     with connection.cursor() as cursor:
-        cursor.execute(sql, params + events + [x for row in checkpoints.values() for x in row])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     return {int(c): int(last) - write.counts[c] + 1 for c, last in rows}
 
@@ -190,14 +193,16 @@ WITH s AS (
     WHERE id IN ({ids}) RETURNING id, last_seq),
 e AS (
     INSERT INTO {event} (conversation_id, seq, kind, payload, run_id, created_at)
-    SELECT v.c, s.last_seq - v.d + 1, v.k, v.p, v.r, v.t
-    FROM (VALUES {events}) AS v(c, d, k, p, r, t) JOIN s ON s.id = v.c){checkpoints}
+    SELECT v.c, s.last_seq - v.d + 1, v.k, v.p, v.r, %s
+    FROM jsonb_to_recordset(%s::jsonb) AS v(c bigint, r bigint, d integer, k text, p jsonb)
+    JOIN s ON s.id = v.c){checkpoints}
 SELECT id, last_seq FROM s
 """
 _CHECKPOINTS = """,
 m AS (
     UPDATE {message} SET content = v.content, checkpoint_seq = s.last_seq - v.d
-    FROM (VALUES {rows}) AS v(pk, c, content, d) JOIN s ON s.id = v.c
+    FROM jsonb_to_recordset(%s::jsonb) AS v(pk bigint, c bigint, d integer, content jsonb)
+    JOIN s ON s.id = v.c
     WHERE {message}.id = v.pk)"""
 
 

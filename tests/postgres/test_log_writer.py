@@ -64,3 +64,18 @@ def test_a_conversation_that_is_gone_stores_nothing_and_the_others_are_stored() 
     assert _store(batches) == {gone}  # type: ignore[arg-type]
     assert list(ConversationEvent.objects.values_list("conversation_id", "seq")) == [(kept, 1)]
     assert batches[1].envelopes == []
+
+
+def test_payloads_and_checkpoints_round_trip_exactly() -> None:
+    """The events and checkpoints travel as one JSON document each: text that quoting, JSON
+    escapes or the driver's placeholders could change is stored exactly as given."""
+    ((conversation, run, message),) = _conversations(1)
+    awkward = ["it's \"quoted\" \\ back", "%s %(x)s {}", "中文 ✓ 🚀 \u2028 \t\n", "$1 ?"]
+    payloads = [("text_delta", {"kind": "text_delta", "message_id": "m", "text": text,
+                                "n": 1.5e-7, "none": None}) for text in awkward]
+    content = [{"type": "text", "text": "".join(awkward)}]
+    _store([_Batch(conversation, run, payloads, {message: content}, None)])  # type: ignore[arg-type]
+    stored = [e.payload for e in ConversationEvent.objects.order_by("seq")]
+    assert stored == [payload for _, payload in payloads]
+    row = Message.objects.get(pk=message)
+    assert (row.content, row.checkpoint_seq) == (content, 4)
