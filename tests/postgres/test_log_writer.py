@@ -4,14 +4,19 @@ and failing only its own flushes (see conftest.py for how this directory runs)."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
-from django.db import connection
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import Team
-from apps.rooms.log_writer import _Batch, _store
+from apps.rooms.log_writer import _Batch, _store, _writer_thread, log_writer
 from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,3 +84,27 @@ def test_payloads_and_checkpoints_round_trip_exactly() -> None:
     assert stored == [payload for _, payload in payloads]
     row = Message.objects.get(pk=message)
     assert (row.content, row.checkpoint_seq) == (content, 4)
+
+
+async def test_a_flush_is_not_held_behind_the_workers_other_database_calls() -> None:
+    """The writer has a thread and a connection of its own: a flush is stored and broadcast
+    while the thread every other database call of the process shares is busy."""
+    channel_layers.backends.clear()  # a layer of this test's event loop
+    ((conversation, run, _),) = await sync_to_async(_conversations)(1)
+    busy, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        release.wait(10)
+
+    held = asyncio.ensure_future(database_sync_to_async(hold)())
+    assert await asyncio.to_thread(busy.wait, 5)
+    try:
+        await asyncio.wait_for(log_writer().write(conversation, run, [delta("x")], {}), 5)
+        assert not held.done()
+    finally:
+        release.set()
+        await held
+        await asyncio.get_running_loop().run_in_executor(_writer_thread(),
+                                                         connections.close_all)
+    assert await ConversationEvent.objects.filter(conversation_id=conversation).acount() == 1
