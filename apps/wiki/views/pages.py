@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from apps.accounts.models import Membership
+from apps.accounts.models import Membership, Team
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.engine.wiki import SearchHit, is_attachment, is_page
 from apps.wiki import selectors
@@ -164,7 +164,7 @@ def search(request: HttpRequest, team_id: int) -> HttpResponse:
     membership = reader(request, team_id)
     team = membership.team
     query = (request.GET.get("q") or "").strip()[:SEARCH_MAX]
-    hits = selectors.page_search(team=team, query=query) if query else []
+    hits, refused = _searched(team, query)
     titles = {info.path: info.title for info in selectors.page_list(team=team)} if hits else {}
     results: dict[str, _Result] = {}
     for hit in hits:
@@ -178,8 +178,22 @@ def search(request: HttpRequest, team_id: int) -> HttpResponse:
         "team": team, "membership": membership, "query": query,
         "results": list(results.values()), "hit_count": len(hits),
         "urls": wiki_urls(team.pk, ""), "can_write": membership.role_enum.can_write,
+        "refused": refused,
     }
-    return render(request, "wiki/search.html", context)
+    return render(request, "wiki/search.html", context, status=400 if refused else 200)
+
+
+def _searched(team: Team, query: str) -> tuple[list[SearchHit], bool]:
+    """The hits for ``query`` and whether the store refused it (a NUL or a line break in it:
+    the page says what a search may be instead of failing)."""
+    if not query:
+        return [], False
+    try:
+        return selectors.page_search(team=team, query=query), False
+    except ApplicationError as error:
+        if error.code is not ErrorCode.INVALID:
+            raise
+        return [], True
 
 
 def _marked(hit: SearchHit, query: str) -> list[tuple[str, bool]]:

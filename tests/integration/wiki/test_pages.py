@@ -499,6 +499,15 @@ def test_search_finds_literal_text_and_cjk_substrings(signed_in, acme: Team, ali
     assert "Type a word" in html(client.get(wiki(acme, "-/search/")))
 
 
+@pytest.mark.parametrize("query", ["a\x00b", "two\nlines"])
+def test_a_search_the_store_refuses_says_what_a_search_may_be(signed_in, acme: Team, carol: User,
+                                                               home: WriteResult,
+                                                               query: str) -> None:
+    response = signed_in(carol).get(wiki(acme, "-/search/"), {"q": query})
+    assert response.status_code == 400
+    assert "Search for one line of text, 1 to 200 characters." in html(response)
+
+
 # -- uploads ---------------------------------------------------------------------------------
 
 
