@@ -21,11 +21,13 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 from apps.accounts.models import User
 from apps.common.downloads import attachment_disposition
+from apps.rooms.drafts import being_written
 from apps.rooms.models import Conversation, ConversationEvent, Message, Run
 from apps.rooms.selectors import transcript_messages, transcript_runs, transcript_wiki_changes
 from apps.rooms.transcript import message_json
@@ -135,10 +137,14 @@ async def _records(rows: AsyncIterable[Any],
         yield record(row)
 
 
-def message_records(conversation: Conversation) -> AsyncIterator[dict[str, Any]]:
-    """The transcript's messages in order, fetched :data:`CHUNK_ROWS` at a time."""
-    rows = transcript_messages(conversation).aiterator(chunk_size=CHUNK_ROWS)
-    return _records(rows, message_record)
+async def message_records(conversation: Conversation) -> AsyncIterator[dict[str, Any]]:
+    """The transcript's messages in order, fetched :data:`CHUNK_ROWS` at a time; a message
+    still being written reads the log after its checkpoint, in a thread."""
+    async for row in transcript_messages(conversation).aiterator(chunk_size=CHUNK_ROWS):
+        if being_written(row):
+            yield await sync_to_async(message_record)(row)
+        else:
+            yield message_record(row)
 
 
 def run_records(conversation: Conversation) -> AsyncIterator[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from apps.rooms.models import ConversationEvent, Message, MessageStatus
 
-__all__ = ["CHECKPOINT_S", "DRAFT_KINDS", "Draft", "content_so_far"]
+__all__ = ["CHECKPOINT_S", "DRAFT_KINDS", "Draft", "being_written", "content_so_far"]
 
 CHECKPOINT_S = 1.0
 """Seconds between two checkpoints of a message being written (its end is always stored)."""
@@ -87,10 +87,16 @@ class Draft:
             self.ready_call(payload["index"], payload["call"])
 
 
+def being_written(row: Message) -> bool:
+    """Whether ``row``'s content so far is its checkpoint plus the log after it (so reading it
+    is a query: async callers take a thread for it)."""
+    return row.status == MessageStatus.STREAMING and row.checkpoint_seq is not None
+
+
 def content_so_far(row: Message) -> list[dict[str, Any]]:
     """``row.content``, and for a message still being written its checkpoint plus what the
     log says after it (one query)."""
-    if row.status != MessageStatus.STREAMING or row.checkpoint_seq is None:
+    if not being_written(row):
         return row.content
     draft = Draft.from_blocks(row.content)
     events = (ConversationEvent.objects
