@@ -59,9 +59,10 @@ lint-imports: $(STAMP)
 
 ## Translations: re-extract every marked string into locale/zh_Hans/LC_MESSAGES/{django,djangojs}.po
 ## (new entries come out empty: translate them), then compile the .mo files that are committed
-## beside them. Needs gettext's tools (Debian: gettext); serving the pages does not.
-MESSAGES_FLAGS := -l zh_Hans --add-location file -i 'tests/*' -i 'docs/*' -i 'scripts/*' \
-	-i '$(VENV)/*' -i 'apps/*/static/vendor/*'
+## beside them. Strings no longer in the code are dropped (--no-obsolete: the catalog tests
+## refuse obsolete entries). Needs gettext's tools (Debian: gettext); serving the pages does not.
+MESSAGES_FLAGS := -l zh_Hans --add-location file --no-obsolete -i 'tests/*' -i 'docs/*' \
+	-i 'scripts/*' -i '$(VENV)/*' -i 'apps/*/static/vendor/*'
 messages: $(STAMP)
 	$(PY) manage.py makemessages $(MESSAGES_FLAGS)
 	$(PY) manage.py makemessages -d djangojs $(MESSAGES_FLAGS)

@@ -193,7 +193,7 @@ class RunStatus(models.TextChoices):
 
 class RunPurpose(models.TextChoices):
     REPLY = "reply", _("Reply (the agent's turn)")
-    COMPACT = "compact", _("Compact the conversation (a member's \u201ccompact now\u201d)")
+    COMPACT = "compact", _("Compact the conversation (a member's “compact now”)")
 
 
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL,
