@@ -127,9 +127,11 @@ def _writer_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-writer")
 
 
+@functools.cache
 def _storing() -> Callable[[list[_Batch]], Awaitable[set[int]]]:
     """``_store`` as a coroutine function, on the thread the database calls for; old and
-    broken connections are closed before and after, like every ``database_sync_to_async``."""
+    broken connections are closed before and after, like every ``database_sync_to_async``.
+    Made once per process, not per write (the database's vendor does not change)."""
     if connections["default"].vendor == "postgresql":
         return database_sync_to_async(_store, thread_sensitive=False,
                                       executor=_writer_thread())
