@@ -162,10 +162,10 @@ if REDIS_URL:
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                        "capacity": 1500, "expiry": 60},
         },
-        # Conversation and room groups: one PUBLISH per message, one delivery per process
-        # (apps/realtime/broadcast.py).
+        # Conversation and room groups: one PUBLISH per message (a write's pipelined), one
+        # delivery per process (apps/realtime/broadcast.py, apps/realtime/pubsub.py).
         "broadcast": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": "apps.realtime.pubsub.PipelinedPubSubChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         },
     }

@@ -4,7 +4,8 @@ Conversation and room groups (:func:`~apps.realtime.groups.conversation_group`,
 :func:`~apps.realtime.groups.room_group`) live on a channel layer of their own, the
 ``broadcast`` alias of ``CHANNEL_LAYERS``: with Redis, channels-redis's pub/sub layer, where a
 group message is one ``PUBLISH`` that reaches each subscribed process once (the core layer costs
-four round trips per group message and one more per process that receives it); without Redis,
+four round trips per group message and one more per process that receives it), and many are one
+round trip (:func:`group_send_many`, :mod:`apps.realtime.pubsub`); without Redis,
 an in-memory layer of the one process. Each process joins those groups once
 (:mod:`apps.realtime.hub`). Both layers deliver at most once; clients repair from the store.
 
@@ -22,7 +23,7 @@ from django.db import transaction
 
 from apps.realtime.publish import publish
 
-__all__ = ["BROADCAST", "broadcast_layer", "broadcast_on_commit"]
+__all__ = ["BROADCAST", "broadcast_layer", "broadcast_on_commit", "group_send_many"]
 
 BROADCAST = "broadcast"
 """The ``CHANNEL_LAYERS`` alias of the broadcast layer."""
@@ -35,6 +36,20 @@ def broadcast_layer() -> Any:
     if layer is None:
         raise ImproperlyConfigured('CHANNEL_LAYERS has no "broadcast" layer')
     return layer
+
+
+async def group_send_many(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """``group_send(group, message)`` on the broadcast layer for each ``(group, message)``, in
+    order: one pipelined round trip on Redis
+    (:class:`~apps.realtime.pubsub.PipelinedPubSubChannelLayer`), one after another on a
+    layer without ``group_send_many``. Raises what the layer raises."""
+    layer = broadcast_layer()
+    send_many = getattr(layer, "group_send_many", None)
+    if send_many is not None:
+        await send_many(sends)
+        return
+    for group, message in sends:
+        await layer.group_send(group, message)
 
 
 def broadcast_on_commit(group: str, message: dict[str, Any]) -> None:

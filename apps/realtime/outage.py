@@ -28,7 +28,7 @@ from apps.engine.clock import MONOTONIC, Clock
 from apps.engine.providers.retry import backoff_s
 
 __all__ = ["LAYER_DOWN", "LAYER_LADDER_S", "Outage", "OutlastingLayer", "outlasting",
-           "send_or_drop"]
+           "send_all_or_drop", "send_or_drop"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,23 @@ async def send_or_drop(send: Callable[[str, dict[str, Any]], Awaitable[None]], t
     if messages:
         outage.back()
     return len(messages)
+
+
+async def send_all_or_drop(
+        send_all: Callable[[list[tuple[str, dict[str, Any]]]], Awaitable[None]],
+        sends: list[tuple[str, dict[str, Any]]], *, outage: Outage = _broadcasts) -> bool:
+    """``send_all(sends)`` (``sends``: ``(group, message)`` pairs; ``send_all``: e.g.
+    :func:`~apps.realtime.broadcast.group_send_many`); False when the layer was down
+    (:data:`LAYER_DOWN`): then the messages are dropped, some perhaps sent, and the outage is
+    logged once. For messages the receivers can do without or get again, as above."""
+    try:
+        await send_all(sends)
+    except LAYER_DOWN as exc:
+        outage.failed(exc, dropped=len(sends))
+        return False
+    if sends:
+        outage.back()
+    return True
 
 
 class OutlastingLayer:

@@ -5,12 +5,12 @@ transaction per flush per conversation made the worker's one database thread the
 commit per flush, and the broadcast (``on_commit`` -> ``async_to_sync(group_send)``) holding the
 thread while Redis answered. Here every flush waiting while the thread is busy joins the next
 write: one transaction for all of them (conversation rows locked in id order, so two workers
-never deadlock), then, from the event loop and only after the commit, one ``group_send`` per
-event, conversations concurrently and each conversation's events in ``seq`` order. A flush
-returns once its events are stored *and* broadcast, so the projector's next event cannot
-overtake them on the wire. While the channel layer is down the broadcast is dropped, not the run:
-the events are stored with their seqs, and sockets read them again when they reconnect with
-``after_seq`` (:mod:`apps.realtime.outage`).
+never deadlock), then, from the event loop and only after the commit, every event's
+``group_send`` in one pipelined round trip (:func:`~apps.realtime.broadcast.group_send_many`),
+each conversation's events in ``seq`` order. A flush returns once its events are stored *and*
+broadcast, so the projector's next event cannot overtake them on the wire. While the channel
+layer is down the broadcast is dropped, not the run: the events are stored with their seqs, and
+sockets read them again when they reconnect with ``after_seq`` (:mod:`apps.realtime.outage`).
 
 A batch that fails (its conversation was deleted) must not fail the others: when the shared
 transaction fails, each batch is written again alone and only the bad one gets the error.
@@ -42,10 +42,10 @@ from channels.db import database_sync_to_async
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from apps.realtime.broadcast import broadcast_layer
+from apps.realtime.broadcast import group_send_many
 from apps.realtime.event_frame import event_frame_text
 from apps.realtime.groups import EventEnvelope, conversation_group
-from apps.realtime.outage import send_or_drop
+from apps.realtime.outage import send_all_or_drop
 from apps.rooms.models import Conversation, ConversationEvent, Message
 from apps.rooms.services.events import seqs_allocate
 
@@ -115,10 +115,7 @@ class LogWriter:
                     raise Conversation.DoesNotExist(f"conversation {batch.conversation_id} is gone")
                 except Exception as exc:
                     batch.done.set_exception(exc)
-        by_conversation: dict[int, list[_Batch]] = {}
-        for batch in stored:
-            by_conversation.setdefault(batch.conversation_id, []).append(batch)
-        await asyncio.gather(*(_broadcast(group) for group in by_conversation.values()))
+        await _broadcast(stored)
 
 
 @functools.cache
@@ -260,15 +257,18 @@ def _store_in_a_transaction(write: _Round) -> dict[int, int]:
 
 
 async def _broadcast(batches: list[_Batch]) -> None:
-    """Send one conversation's batches' events, in seq order."""
-    group = conversation_group(batches[0].conversation_id)
-    for batch in batches:
-        try:
-            await send_or_drop(broadcast_layer().group_send, group,
-                               [dict(envelope) for envelope in batch.envelopes])
-        except Exception as exc:  # not an outage: the run ends visibly
+    """Send the stored batches' events, each conversation's in seq order: one pipelined round
+    trip for the whole write, not one per event. Dropped while the layer is down; any other
+    failure fails every batch's write (the run ends visibly)."""
+    sends = [(conversation_group(batch.conversation_id), dict(envelope))
+             for batch in batches for envelope in batch.envelopes]
+    try:
+        await send_all_or_drop(group_send_many, sends)
+    except Exception as exc:  # not an outage
+        for batch in batches:
             batch.done.set_exception(exc)
-            continue
+        return
+    for batch in batches:
         batch.done.set_result(None)
 
 

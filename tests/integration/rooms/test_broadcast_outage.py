@@ -39,7 +39,7 @@ def redis(settings) -> Iterator[RedisServer]:
         settings.CHANNEL_LAYERS = {
             "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                         "CONFIG": {"hosts": hosts}},
-            BROADCAST: {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            BROADCAST: {"BACKEND": "apps.realtime.pubsub.PipelinedPubSubChannelLayer",
                         "CONFIG": {"hosts": hosts}}}
         channel_layers.backends.clear()
         yield server

@@ -1,0 +1,51 @@
+"""The broadcast layer's ``group_send_many`` on a real Redis (issue 20): every message reaches
+its group's subscribers, each group's in the order given, as ``group_send`` would deliver them
+one by one; and while Redis is down it raises, for the caller to drop the messages."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from apps.realtime.pubsub import PipelinedPubSubChannelLayer
+from tests.services.redis import RedisServer
+
+
+def layer_on(url: str) -> PipelinedPubSubChannelLayer:
+    return PipelinedPubSubChannelLayer(hosts=[{"address": url, "socket_timeout": 30}])
+
+
+async def heard(layer: PipelinedPubSubChannelLayer, channel: str, count: int) -> list[str]:
+    return [(await asyncio.wait_for(layer.receive(channel), 10))["text"] for _ in range(count)]
+
+
+async def test_each_group_hears_its_messages_in_the_order_given(redis_url: str) -> None:
+    sender, receiver = layer_on(redis_url), layer_on(redis_url)  # two processes' layers
+    every, only_b = await receiver.new_channel(), await receiver.new_channel()
+    for group in ("pipe.a", "pipe.b", "pipe.c"):
+        await receiver.group_add(group, every)
+    await receiver.group_add("pipe.b", only_b)
+    sends = [(f"pipe.{group}", {"type": "x", "text": f"{group}{i}"})
+             for i in range(40) for group in "abc"]
+    try:
+        await sender.group_send_many(sends)
+        got = await heard(receiver, every, len(sends))
+        assert [t for t in got if t[0] == "a"] == [f"a{i}" for i in range(40)]
+        assert [t for t in got if t[0] == "b"] == [f"b{i}" for i in range(40)]
+        assert sorted(got) == sorted(message["text"] for _, message in sends)
+        assert await heard(receiver, only_b, 40) == [f"b{i}" for i in range(40)]
+    finally:
+        await sender.flush()
+        await receiver.flush()
+
+
+async def test_while_redis_is_down_it_raises() -> None:
+    with RedisServer() as server:  # the test's own: killing it spares the session's
+        layer = layer_on(server.url)
+        await layer.group_send_many([("pipe.a", {"type": "x", "text": "up"})])
+        server.kill()
+        with pytest.raises((RedisConnectionError, OSError)):
+            await layer.group_send_many([("pipe.a", {"type": "x", "text": "down"})])
+        await layer.flush()
