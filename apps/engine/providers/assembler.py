@@ -50,7 +50,7 @@ class MessageAssembler:
 
     def __init__(self, provider: Protocol) -> None:
         self.provider: Protocol = provider
-        self.blocks: list[ContentBlock] = []
+        self._blocks: list[ContentBlock] = []
         self.reasoning_content: list[str] = []
         self.tool_calls: list[ToolCall] = []
         self.citations: list[dict[str, Any] | str] = []
@@ -62,6 +62,14 @@ class MessageAssembler:
         self.ended = False
         self._open: ContentBlock | None = None  # the block deltas may still extend
         self._open_index: int | None = None
+        self._tail: list[str] = []  # the open block's deltas not yet joined into it: one
+        # join per block, where ``+=`` copied the text so far for every delta
+
+    @property
+    def blocks(self) -> list[ContentBlock]:
+        """The content blocks so far, in received order."""
+        self._join()
+        return self._blocks
 
     def feed(self, event: ChatStreamEvent) -> None:
         """Apply one event."""
@@ -121,16 +129,31 @@ class MessageAssembler:
         return [*blocks, TextBlock(text="", citations=[cited])]
 
     def _append(self, block: ContentBlock) -> None:
-        self.blocks.append(block)
+        self._close()
+        self._blocks.append(block)
+
+    def _close(self) -> None:
+        """No more deltas for the open block."""
+        self._join()
         self._open, self._open_index = None, None
+
+    def _join(self) -> None:
+        block, tail = self._open, self._tail
+        if not tail:
+            return
+        if isinstance(block, TextBlock):
+            block.text += "".join(tail)
+        elif isinstance(block, ThinkingBlock):
+            block.thinking += "".join(tail)
+        tail.clear()
 
     def _text(self, text: str, index: int | None) -> None:
         block = self._open
         if isinstance(block, TextBlock) and index == self._open_index:
-            block.text += text
+            self._tail.append(text)
             return
         self._append(TextBlock(text=text))
-        self._open, self._open_index = self.blocks[-1], index
+        self._open, self._open_index = self._blocks[-1], index
 
     def _reasoning(self, text: str, index: int | None) -> None:
         if self.provider == "openai":
@@ -138,10 +161,10 @@ class MessageAssembler:
             return
         block = self._open
         if isinstance(block, ThinkingBlock) and index == self._open_index:
-            block.thinking += text
+            self._tail.append(text)
             return
         self._append(ThinkingBlock(thinking=text))
-        self._open, self._open_index = self.blocks[-1], index
+        self._open, self._open_index = self._blocks[-1], index
 
     def _sign_thinking(self, signature: str) -> None:
         for block in reversed(self.blocks):
@@ -150,7 +173,7 @@ class MessageAssembler:
                 break
         else:
             self._append(ThinkingBlock(thinking="", signature=signature))
-        self._open, self._open_index = None, None
+        self._close()
 
     def _sign_part(self, signature: str) -> None:
         # Gemini puts the signature on the part that carried it; an empty text part may carry
@@ -159,8 +182,8 @@ class MessageAssembler:
         if isinstance(block, (TextBlock, ThinkingBlock)) and block.thought_signature is None:
             block.thought_signature = signature
         else:
-            self.blocks.append(TextBlock(text="", thought_signature=signature))
-        self._open, self._open_index = None, None
+            self._blocks.append(TextBlock(text="", thought_signature=signature))
+        self._close()
 
     def _cite(self, citation: dict[str, Any] | str, index: int | None) -> None:
         self.citations.append(citation)
