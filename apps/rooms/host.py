@@ -57,7 +57,7 @@ from apps.rooms.ports import (
 from apps.rooms.projector import Projector
 from apps.rooms.services.configure import reasoning_record, run_model
 from apps.rooms.services.events import event_append
-from apps.rooms.services.runs import run_claim, run_finish, run_heartbeat
+from apps.rooms.services.runs import run_claim, run_finish, run_finish_locked, run_heartbeat
 from apps.rooms.tail import hwm_publish
 from apps.rooms.titles import title_after_end
 from apps.rooms.transcript import history_of
@@ -394,4 +394,4 @@ class RunHost:
                     compaction_paused_until=self._compaction.paused_until,
                     memory_upto=self._memory.state.extracted_upto)
             event_append(setup.conversation.pk, "run_ended", payload, run_id=self.run_id)
-            run_finish(self.run_id, status, error_kind=error_kind, error_message=error_message)
+            run_finish_locked(run, status, error_kind=error_kind, error_message=error_message)

@@ -1,7 +1,8 @@
 """The database work of a send and of its run's start (issue 22): from a ``send`` frame to its
-``ack`` the consumer makes a fixed number of thread hops and queries, and from ``run.start`` to
-the model's request the run's host makes one hop, so an extra lookup on the run-start path
-shows up here. Hops are counted by pass-through wrappers (the work runs on other threads):
+``ack`` the consumer makes a fixed number of thread hops and queries, from ``run.start`` to
+the model's request the run's host makes one hop, and the run's end a fixed number of queries
+(issue 20: a few dozen runs ending together hold the worker's database thread), so an extra
+lookup on either path shows up here. Hops are counted by pass-through wrappers (the work runs on other threads):
 asgiref's ``SyncToAsync.__call__`` (``database_sync_to_async`` and Django's async ORM both go
 through it), its ``AsyncToSync.__call__`` (a database thread waiting for the event loop: a
 commit hook that sent from there) and Django's ``CursorWrapper._execute`` (every statement,
@@ -133,4 +134,29 @@ async def test_a_run_makes_one_hop_before_its_model_request(
     # waits; the claim, which records the run's model
     assert len(begin["queries"]) == 8, "\n".join(begin["queries"])
     assert begin["queries"][-1].startswith('UPDATE "rooms_run" SET "status"')
+    await client.close()
+
+
+async def test_a_run_ends_with_fixed_queries(
+        alice: User, conversation: Conversation, worker: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    end = counted(monkeypatch, "finish")
+    finish = RunHost._finish
+
+    @functools.wraps(finish)
+    def finishing(self: Any, *args: Any) -> Any:  # on the database thread
+        token = MARK.set("finish")
+        try:
+            return finish(self, *args)
+        finally:
+            MARK.reset(token)
+
+    monkeypatch.setattr(RunHost, "_finish", finishing)
+    client, _ = await connect(alice, conversation.pk)
+    await client.send({"type": "send", "client_id": "e1", "text": script({"text": "hi"})})
+    await client.until_event("run_ended")
+    # the run with who stopped it; BEGIN; the compaction state; the seq and run_ended; the
+    # run's status; messages it left streaming; the messages still pending (one read); the
+    # sidebar's row after the commit. Not read again under a savepoint, nor locked again.
+    assert len(end["queries"]) == 9, "\n".join(end["queries"])
     await client.close()

@@ -54,6 +54,7 @@ __all__ = [
     "run_elicit",
     "run_dispatch_on_commit",
     "run_finish",
+    "run_finish_locked",
     "run_heartbeat",
     "run_queue",
     "require_turn_rate",
@@ -346,28 +347,37 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
     run for them in the same transaction (nothing a person sent is left behind); when only
     chat waits (``mention`` mode), it joins the history now. Returns that next run, if any."""
     with transaction.atomic():
-        run = Run.objects.select_related("conversation").get(pk=run_id)
+        run = Run.objects.get(pk=run_id)
         conversation_lock(run.conversation_id)
-        Run.objects.filter(pk=run_id).update(
-            status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
-            error_message=error_message[:2000])
-        _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
-                          else MessageStatus.ERROR)
-        pending = (Message.objects.filter(conversation_id=run.conversation_id,
+        return run_finish_locked(run, status, error_kind=error_kind, error_message=error_message)
+
+
+def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
+                      error_message: str = "") -> Run | None:
+    """:func:`run_finish` of a run already read, inside a transaction that holds its
+    conversation's :func:`~apps.rooms.services.events.conversation_lock` (or has written the
+    conversation's row: the run's host, which appends ``run_ended`` in the same
+    transaction)."""
+    Run.objects.filter(pk=run.pk).update(
+        status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
+        error_message=error_message[:2000])
+    _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
+                      else MessageStatus.ERROR)
+    pending = list(Message.objects.filter(conversation_id=run.conversation_id,
                                           status=MessageStatus.PENDING)
-                   .select_related("author").order_by("id"))
-        waiting = pending.filter(wakes_agent=True).first()
-        if waiting is None:
-            _chat_joins(run, list(pending))
-            return None
-        follow_up = Run.objects.create(conversation_id=run.conversation_id,
-                                       started_by=waiting.author, status=RunStatus.QUEUED)
-        event_append(run.conversation_id, "run_queued", {
-            "kind": "run_queued", "run_id": follow_up.pk,
-            "started_by": {"id": waiting.author_id, "name": waiting.author_name}},
-            run_id=follow_up.pk)
-        run_dispatch_on_commit(follow_up)
-        return follow_up
+                   .select_related("author").order_by("id"))  # one read: few ever wait
+    waiting = next((message for message in pending if message.wakes_agent), None)
+    if waiting is None:
+        _chat_joins(run, pending)
+        return None
+    follow_up = Run.objects.create(conversation_id=run.conversation_id,
+                                   started_by=waiting.author, status=RunStatus.QUEUED)
+    event_append(run.conversation_id, "run_queued", {
+        "kind": "run_queued", "run_id": follow_up.pk,
+        "started_by": {"id": waiting.author_id, "name": waiting.author_name}},
+        run_id=follow_up.pk)
+    run_dispatch_on_commit(follow_up)
+    return follow_up
 
 
 def _chat_joins(run: Run, chat: list[Message]) -> None:
