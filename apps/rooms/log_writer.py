@@ -22,9 +22,9 @@ transactions held the thread for hundreds of milliseconds and every live convers
 arrived that much later (bench_fanout, 48 conversations: p99 75-105 ms while streaming, 340 ms
 as the runs ended). The two connections take rows in the same order, so they cannot deadlock:
 every transaction that appends to a conversation's log locks the conversation's row first
-(``conversation_lock``), then message rows, and the writer locks its conversations in id order,
-then their messages. SQLite, whose writers take turns at one file lock anyway, keeps the shared
-thread.
+(``conversation_lock``, or the seq UPDATE of ``events_append`` as its first statement), then
+message rows, and the writer locks its conversations in id order, then their messages. SQLite,
+whose writers take turns at one file lock anyway, keeps the shared thread.
 """
 
 from __future__ import annotations

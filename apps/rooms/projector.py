@@ -47,7 +47,7 @@ from apps.rooms.drafts import CHECKPOINT_S, Draft
 from apps.rooms.log_writer import log_writer
 from apps.rooms.models import Message, MessageStatus, RunStatus
 from apps.rooms.ports import PendingMessages
-from apps.rooms.services.events import conversation_lock, events_append, positions_allocate
+from apps.rooms.services.events import events_append, positions_allocate
 from apps.rooms.services.runs import run_set_status
 from apps.rooms.transcript import history_rows, message_fields
 
@@ -191,8 +191,7 @@ class Projector:
         ``text_delta``) in one transaction, so the room sees the answer begin one thread hop
         and one commit sooner than through ``_store`` and then the log writer. The message's
         row is made holding them."""
-        with transaction.atomic():
-            conversation_lock(self.conversation_id)
+        with transaction.atomic():  # events_append's seq UPDATE locks the conversation first
             rows = events_append(self.conversation_id,
                                  [(e.kind, e.model_dump(mode="json")) for e in (started, *deltas)],
                                  run_id=self.run_id)
@@ -213,8 +212,7 @@ class Projector:
 
     # -- everything else ---------------------------------------------------------------------
     def _store(self, event: RuntimeEvent) -> None:
-        with transaction.atomic():
-            conversation_lock(self.conversation_id)
+        with transaction.atomic():  # events_append's seq UPDATE locks the conversation first
             payload = event.model_dump(mode="json")
             if isinstance(event, MessageEnded):  # the answer's sources, as message_json has them
                 payload["sources"] = sources(event.message.content)

@@ -1,14 +1,15 @@
-"""The database work of a send and of its run's start (issue 22): from a ``send`` frame to its
-``ack`` the consumer makes a fixed number of thread hops and queries, from ``run.start`` to
-the model's request the run's host makes one hop, and the run's end a fixed number of queries
-(issue 20: a few dozen runs ending together hold the worker's database thread), so an extra
-lookup on either path shows up here. Hops are counted by pass-through wrappers (the work runs on other threads):
-asgiref's ``SyncToAsync.__call__`` (``database_sync_to_async`` and Django's async ORM both go
-through it), its ``AsyncToSync.__call__`` (a database thread waiting for the event loop: a
-commit hook that sent from there) and Django's ``CursorWrapper._execute`` (every statement,
-savepoints included), counting only the work of the consumer's ``receive_json`` or of the
-run's host (a context variable marks it; asgiref carries it into the thread), not the
-sweeper's or the test's."""
+"""The database work of a send and of its run's start and end (issues 20, 22): from a
+``send`` frame to its ``ack`` the consumer makes a fixed number of thread hops and queries,
+from ``run.start`` to the model's request the run's host makes one hop, and the run's end a
+fixed number of queries (a few dozen runs ending together hold the worker's database thread),
+so an extra lookup on either path shows up here. Hops are counted by pass-through wrappers
+(the work runs on other threads): asgiref's ``SyncToAsync.__call__``
+(``database_sync_to_async`` and Django's async ORM both go through it), its
+``AsyncToSync.__call__`` (a database thread waiting for the event loop: a commit hook that
+sent from there) and Django's ``CursorWrapper._execute`` (every statement, savepoints
+included), counting only the work of the consumer's ``receive_json`` or of the run's host (a
+context variable marks it; asgiref carries it into the thread), not the sweeper's or the
+test's."""
 
 from __future__ import annotations
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import Team, User
-from apps.engine.events import MessageStarted, TextDelta
+from apps.engine.events import MessageStarted, TextDelta, TurnStarted
 from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
 from apps.rooms.ports import PendingMessages
 from apps.rooms.projector import Projector
@@ -68,3 +70,26 @@ async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
     await projector.handle(TextDelta(message_id="m1", text="lo"))  # coalesced, as before
     await projector.close()
     assert await stored_deltas(conversation) == ["Hel", "lo"]
+
+
+async def test_an_event_is_stored_by_its_seq_update_and_its_insert(
+        acme: Team, alice: User) -> None:
+    # Issue 20: a run stores a handful of events besides its deltas, each in its own
+    # transaction; the seq UPDATE locks the conversation row, so no lock statement before it.
+    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
+    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
+    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
+    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
+                          coalesce_ms=60_000, coalesce_bytes=1 << 20)
+
+    @sync_to_async
+    def store(event: TurnStarted) -> list[str]:
+        with CaptureQueriesContext(connection) as queries:
+            projector._store(event)
+        return [q["sql"].split(" ", 2)[0] + " " + q["sql"].split(" ", 2)[1] for q in queries
+                if not q["sql"].startswith(("BEGIN", "COMMIT"))]
+
+    assert await store(TurnStarted(turn=1)) == ['UPDATE "rooms_conversation"',
+                                                'INSERT INTO']
+    assert [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
+        conversation=conversation)] == [(1, "turn_started")]
