@@ -26,6 +26,7 @@ from typing import Any, Literal
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from apps.common.errors import ApplicationError
 from apps.engine.clock import MONOTONIC, Clock
@@ -208,8 +209,10 @@ class RunHost:
     def _setup(self) -> _Setup:
         """Everything the run needs from the database and the disk (reads only, and the
         workspace made). Raises SetupError."""
-        run = Run.objects.select_related("conversation__room__team", "started_by").filter(
-            pk=self.run_id).first()
+        run = (Run.objects.select_related("conversation__room__team", "started_by")
+               .annotate(previous_run=notes_previous_run(),
+                         messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))))
+               .filter(pk=self.run_id).first())
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation
@@ -234,8 +237,7 @@ class RunHost:
                       config=config, provider=provider_settings(model.provider),
                       context_window=params["context_window"],
                       max_output=params["max_tokens"], workspace=_workspace(conversation),
-                      previous_run=notes_previous_run(conversation.pk, run.pk),
-                      none_waiting=not pending_rows(conversation.pk).exists(),
+                      previous_run=run.previous_run, none_waiting=not run.messages_waiting,
                       mcp_servers=mcp_servers, mcp_problems=mcp_problems, wiki=wiki)
 
     def _fail_setup(self, message: str) -> int | None:

@@ -15,7 +15,7 @@ import asyncio
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Subquery
 
 from apps.engine.clock import Clock
 from apps.engine.compaction.session_memory import SessionMemory
@@ -54,11 +54,12 @@ def notes_mark_save(conversation_id: int, run_id: int, upto: int) -> bool:
                 .update(memory_upto=upto))
 
 
-def notes_previous_run(conversation_id: int, run_id: int) -> int | None:
-    """The conversation's run before ``run_id`` (None: none), whose notes agent
-    :func:`notes_release` cancels."""
-    return (Run.objects.filter(conversation_id=conversation_id, pk__lt=run_id)
-            .order_by("-pk").values_list("pk", flat=True).first())
+def notes_previous_run() -> Subquery:
+    """An annotation of a ``Run`` query: the id of the run before each row in its conversation
+    (None: none), whose notes agent :func:`notes_release` cancels. An annotation, so the run's
+    setup reads it with the run itself."""
+    return Subquery(Run.objects.filter(conversation_id=OuterRef("conversation_id"),
+                                       pk__lt=OuterRef("pk")).order_by("-pk").values("pk")[:1])
 
 
 async def notes_release(previous: int | None) -> None:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from channels.db import database_sync_to_async
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet
 
 from apps.engine.mcp import ElicitationAnswer, ElicitationRequest
 from apps.engine.messages import Message as EngineMessage
@@ -23,8 +23,8 @@ __all__ = ["PendingMessages", "RoomAnswers", "RoomApprovals", "RoomElicitations"
            "pending_rows"]
 
 
-def pending_rows(conversation_id: int) -> QuerySet[Message]:
-    """The conversation's pending messages, oldest first."""
+def pending_rows(conversation_id: int | OuterRef) -> QuerySet[Message]:
+    """The conversation's pending messages, oldest first (``OuterRef``: in a subquery)."""
     return Message.objects.filter(conversation_id=conversation_id,
                                   status=MessageStatus.PENDING).order_by("id")
 

@@ -38,7 +38,6 @@ STEPS = (
     ("apps.rooms.host", "RunHost.host", "host.host"),
     ("apps.rooms.host", "RunHost._begin", "host._begin"),
     ("apps.rooms.host", "RunHost._setup", "host._setup"),
-    ("apps.rooms.host", "notes_previous_run", "setup.notes_previous_run"),
     ("apps.rooms.host", "run_model", "setup.run_model"),
     ("apps.rooms.host", "run_settings", "setup.run_settings"),
     ("apps.rooms.host", "store_for", "setup.store_for"),
