@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["GroupChannel"]
@@ -27,14 +27,16 @@ logger = logging.getLogger(__name__)
 class GroupChannel:
     """This process's channel in ``group`` of ``layer``.
 
-    After :meth:`open`, ``on_message(message)`` is called with each message the group gets,
-    in the order the layer delivers them, from one task; it must not block (it queues work
-    for the sockets). If the layer fails while receiving, ``on_lost(error)`` is called once
-    and the channel stops reading (its listener closes its sockets, whose clients reconnect
-    and repair from the store). :meth:`close` leaves the group.
+    After :meth:`open`, ``on_message(message)`` is awaited with each message the group gets,
+    in the order the layer delivers them, from one task; it must not wait long (it sends to
+    idle sockets and queues work for the others). If the layer fails while receiving,
+    ``on_lost(error)`` is called once and the channel stops reading (its listener closes its
+    sockets, whose clients reconnect and repair from the store). :meth:`close` leaves the
+    group.
     """
 
-    def __init__(self, layer: Any, group: str, *, on_message: Callable[[dict[str, Any]], None],
+    def __init__(self, layer: Any, group: str, *,
+                 on_message: Callable[[dict[str, Any]], Awaitable[None]],
                  on_lost: Callable[[BaseException], None]) -> None:
         self.layer = layer
         self.group = group
@@ -78,6 +80,6 @@ class GroupChannel:
                 self._on_lost(exc)
                 return
             try:
-                self._on_message(message)
+                await self._on_message(message)
             except Exception:  # one bad message must not end the group's reading
                 logger.exception("group %s: a message could not be handled", self.group)

@@ -7,9 +7,10 @@ writer, goes to each socket's inbox as it is (the socket checks its seq and send
 is kept here too, per process (:mod:`apps.rooms.presence`), so a join storm costs one message
 per process per interval instead of one per socket per join.
 
-A socket is a :class:`Watcher`: ``deliver(message)`` queues a message for the socket's own task
-(so a slow socket, say one filling a gap from the store, holds up nobody else), ``lost()``
-tells it the group's channel failed (it closes; its client reconnects with ``after_seq``).
+A socket is a :class:`Watcher`: ``deliver_at_once(message)`` sends a logged event at once when
+the socket is idle, else ``deliver(message)`` queues it for the socket's own task (so a slow
+socket, say one filling a gap from the store, holds up nobody else); ``lost()`` tells it the
+group's channel failed (it closes; its client reconnects with ``after_seq``).
 Messages a socket gets: the group's own (``conv.event``, ``conv.hwm``, ``room.conversation``,
 ``room.conversation_removed``) and ``{"type": "local.frame", "text": ...}``, a frame to send
 as it is (presence, typing).
@@ -39,6 +40,11 @@ class Watcher(Protocol):
 
     def deliver(self, message: dict[str, Any]) -> None:
         """Queue ``message`` for the socket (never blocks)."""
+        ...
+
+    async def deliver_at_once(self, message: dict[str, Any]) -> bool:
+        """Handle ``message`` now if the socket is idle and that needs no wait (no store read);
+        False: it did not, queue it."""
         ...
 
     def lost(self) -> None:
@@ -107,7 +113,7 @@ class Fanout:
         await self.channel.close()
 
     # -- the group's messages -----------------------------------------------------------------
-    def _heard(self, message: dict[str, Any]) -> None:
+    async def _heard(self, message: dict[str, Any]) -> None:
         kind = message["type"]
         if kind == "presence.list":
             if message["channel"] == self.channel.channel:
@@ -121,7 +127,9 @@ class Fanout:
             text = json.dumps({"type": "presence", "typing": message["user"]})
             self._each({"type": "local.frame", "text": text})
         else:
-            self._each(message)
+            for watcher in list(self.watchers.values()):
+                if not await watcher.deliver_at_once(message):
+                    watcher.deliver(message)
 
     def _each(self, message: dict[str, Any]) -> None:
         for watcher in list(self.watchers.values()):

@@ -31,6 +31,9 @@ class Socket:
     def deliver(self, message: dict[str, Any]) -> None:
         self.got.append(message)
 
+    async def deliver_at_once(self, message: dict[str, Any]) -> bool:
+        return False  # busy: everything is queued (deliver)
+
     def lost(self) -> None:
         self.closed = True
 
@@ -81,6 +84,30 @@ async def test_a_group_message_reaches_the_process_once_and_each_socket_once() -
     assert layer.groups[GROUP].keys() == {fanout.channel.channel}  # one channel per process
     for socket in sockets:
         assert [m for m in socket.got if m["type"] == "conv.event"] == [envelope]
+    await fanout.close()
+
+
+class IdleSocket(Socket):
+    """A watcher that takes logged events at once (the fanout's task awaits it)."""
+
+    async def deliver_at_once(self, message: dict[str, Any]) -> bool:
+        if message["type"] != "conv.event":
+            return False
+        self.got.append({**message, "at_once": True})
+        return True
+
+
+async def test_an_idle_socket_takes_an_event_at_once_and_a_busy_one_queues_it() -> None:
+    layer, clock = InMemoryChannelLayer(), FakeClock()
+    fanout = await opened(layer, clock)
+    idle, busy = IdleSocket("idle"), Socket("busy")
+    fanout.add(idle, ALICE)
+    fanout.add(busy, BOB)
+    envelope = {"type": "conv.event", "seq": 1, "kind": "text_delta", "frame": '{"seq": 1}'}
+    await layer.group_send(GROUP, envelope)
+    await settle()
+    assert [m for m in idle.got if m["type"] == "conv.event"] == [{**envelope, "at_once": True}]
+    assert [m for m in busy.got if m["type"] == "conv.event"] == [envelope]
     await fanout.close()
 
 
