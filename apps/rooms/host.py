@@ -60,7 +60,7 @@ from apps.rooms.services.configure import reasoning_record, run_model
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_claim, run_finish, run_finish_locked, run_heartbeat
 from apps.rooms.tail import hwm_publish
-from apps.rooms.titles import title_after_end
+from apps.rooms.titles import DEFAULT_TITLE, title_after_end
 from apps.rooms.transcript import history_of
 from apps.rooms.wiki import RunWiki, wiki_mounts, wiki_prompt
 from apps.rooms.workspaces import ensure_workspace
@@ -184,7 +184,8 @@ class RunHost:
                 status, error_kind, error_message = (RunStatus.FAILED, "internal",
                                                      f"{type(exc).__name__}: {exc}")
             await database_call(self._finish, setup, status, error_kind, error_message)
-            if status == RunStatus.COMPLETED and setup.run.purpose == RunPurpose.REPLY:
+            if (status == RunStatus.COMPLETED and setup.run.purpose == RunPurpose.REPLY
+                    and setup.conversation.title == DEFAULT_TITLE):  # titled: nothing to do
                 after_end.append(title_after_end(provider_pool.get(setup.provider),
                                                  setup.model, conversation_id))
         if conversation_id is not None:

@@ -13,13 +13,16 @@ test's."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from contextvars import ContextVar
 from typing import Any
 
 import pytest
 from asgiref.sync import AsyncToSync, SyncToAsync
+from django.conf import settings
 from django.db.backends.utils import CursorWrapper
+from django.test import override_settings
 
 from apps.accounts.models import User
 from apps.engine.providers.base import HttpProvider
@@ -138,9 +141,21 @@ async def test_a_run_makes_one_hop_before_its_model_request(
     await client.close()
 
 
+@override_settings(CONFAB={**settings.CONFAB, "HWM_INTERVAL_S": 0.05})  # the last mark soon
 async def test_a_run_ends_with_fixed_queries(
         alice: User, conversation: Conversation, worker: None,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    hosted, hosting = asyncio.Event(), RunHost.host
+
+    async def host_then_say(self: RunHost, *args: Any) -> None:
+        try:
+            await hosting(self, *args)
+        finally:
+            hosted.set()
+
+    monkeypatch.setattr(RunHost, "host", host_then_say)
+    marking(monkeypatch, RunHost, "host", "host")
+    host = counted(monkeypatch, "host")
     end = counted(monkeypatch, "finish")
     finish = RunHost._finish
 
@@ -160,4 +175,7 @@ async def test_a_run_ends_with_fixed_queries(
     # run's status; messages it left streaming; the messages still pending (one read); the
     # sidebar's row after the commit. Not read again under a savepoint, nor locked again.
     assert len(end["queries"]) == 9, "\n".join(end["queries"])
+    await asyncio.wait_for(hosted.wait(), 10)  # the host's after-end work done too
+    # the conversation has a title: no hop to see whether the model should propose one
+    assert "_first_exchange" not in host["hops"], host["hops"]
     await client.close()
