@@ -726,7 +726,7 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
     if crossed is not None:
         print(f"Capacity: {capacity} concurrent streaming conversations x {WATCHERS} watchers "
               f"({capacity * WATCHERS} sockets) with p99 <= {args.threshold_ms:.0f} ms; "
-              f"{crossed.conversations} conversations pass it (p99 {fmt(crossed.pct(99))} ms).")
+              f"{crossed.conversations} conversations exceed it (p99 {fmt(crossed.pct(99))} ms).")
     else:
         print(f"Capacity: {capacity} (at least) concurrent conversations x {WATCHERS} watchers "
               f"(p99 stayed <= {args.threshold_ms:.0f} ms up to --max-conversations).")
