@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -128,8 +128,8 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         queued or under way and it is the next seq (or one sent already), so it waits for
         nothing and order holds; False: queue it with :meth:`deliver`. A task switch fewer
         per frame and socket (issue 20); a send that fails closes the socket (1011)."""
-        if (message["type"] != "conv.event" or self._reading is None or self._turn.locked()
-                or self._log_lock.locked() or not self._inbox.empty()
+        if (message["type"] != "conv.event" or self._reading is None or not self._turn.free()
+                or not self._log_lock.free() or not self._inbox.empty()
                 or message["seq"] > self.last_seq + 1):
             return False
         async with self._turn:
@@ -207,8 +207,8 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         interval_s = conf["PRESENCE_INTERVAL_S"]
         self.typing = Throttle(self.clock, conf["TYPING_INTERVAL_S"])
         self.tail = TailWatch(self.clock, settings.CONFAB["TAIL_CHECK_S"], run_open=False)
-        self._log_lock = asyncio.Lock()  # live events, marks and tail checks send in turn
-        self._turn = asyncio.Lock()  # the client's frames and the inbox take turns
+        self._log_lock = _Lock()  # live events, marks and tail checks send in turn
+        self._turn = _Lock()  # the client's frames and the inbox take turns
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         self.sidebar = SidebarWatch(
             self, room_id=conversation.room_id, conversation_id=conversation.pk, me=self.me,
@@ -470,6 +470,28 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         """The person's credentials changed: close if this socket's no longer sign it in."""
         if not await credentials_hold(self.scope, ended_session=message["ended_session"]):
             await self.close(code=CLOSE_NOT_AUTHENTICATED)
+
+
+class _Lock(asyncio.Lock):
+    """An ``asyncio.Lock`` that says whether it can be taken without waiting (:meth:`free`).
+    ``locked()`` cannot: from a release until the next step of the task woken to take the
+    lock, it is False though the lock is that task's, and a taker would wait behind it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._wanting = 0  # acquire() calls under way (waiting, or woken and not yet run)
+
+    async def acquire(self) -> Literal[True]:
+        """Take the lock (``async with`` takes it here too)."""
+        self._wanting += 1
+        try:
+            return await super().acquire()
+        finally:
+            self._wanting -= 1
+
+    def free(self) -> bool:
+        """Whether :meth:`acquire` would take the lock at once (no task holds or awaits it)."""
+        return not self.locked() and not self._wanting
 
 
 def _send_client_id(content: Any) -> str | None:

@@ -5,6 +5,8 @@ is being handled."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from apps.accounts.models import User
@@ -41,4 +43,43 @@ async def test_only_the_next_event_to_an_idle_socket_goes_at_once(alice: User,
     socket.deliver({"type": "conv.hwm", "seq": last + 1})
     assert not await socket.deliver_at_once(envelope(last + 2))  # behind a queued message
     assert socket.last_seq == last + 1
+    await client.close()
+
+
+async def _promised(lock: asyncio.Lock, release: asyncio.Event) -> asyncio.Task[None]:
+    """Hold ``lock``, start a task that waits for it and then holds it until ``release`` (a
+    client's frame, or the tail check), and release it: the lock is promised to that task,
+    which has not run yet, so ``locked()`` is False although taking it would wait."""
+    await lock.acquire()
+
+    async def holder() -> None:
+        async with lock:
+            await release.wait()
+
+    task = asyncio.create_task(holder())
+    await asyncio.sleep(0)  # it waits for the lock
+    lock.release()
+    return task
+
+
+@pytest.mark.parametrize("lock_name", ["_turn", "_log_lock"])
+async def test_a_lock_promised_to_another_task_keeps_the_event_off_the_fanouts_task(
+        alice: User, conversation, lock_name: str) -> None:
+    """A frame of the client's (``_turn``) or the tail check (``_log_lock``) woken to take
+    its lock but not yet run: the fanout's task must not wait behind it (a frame may read MCP
+    resources for seconds, a tail check the store), or every socket of the conversation in
+    the process waits as long. It queues the event instead."""
+    client, _ = await connect(alice, conversation.pk)
+    await client.until(lambda f: f["type"] == "presence")
+    fanout = fanouts()._open[conversation_group(conversation.pk)]
+    (socket,) = fanout.watchers.values()
+    last = socket.last_seq
+    release = asyncio.Event()
+    holder = await _promised(getattr(socket, lock_name), release)
+    try:
+        async with asyncio.timeout(1):  # run here, in the window, as the fanout's task would
+            assert not await socket.deliver_at_once(envelope(last + 1))
+    finally:
+        release.set()
+        await holder
     await client.close()
