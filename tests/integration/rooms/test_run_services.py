@@ -8,12 +8,23 @@ from datetime import timedelta
 
 import pytest
 from django.db import close_old_connections
+from django.db.models import Exists, OuterRef
 from django.test import override_settings
 from django.utils import timezone
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError
-from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run, RunStatus
+from apps.rooms.models import (
+    Conversation,
+    ConversationEvent,
+    Message,
+    MessageStatus,
+    Room,
+    Run,
+    RunStatus,
+)
+from apps.rooms.notes import notes_previous_run
+from apps.rooms.ports import pending_rows
 from apps.rooms.services.events import event_append
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.runs import run_finish, run_stop, runs_sweep
@@ -198,3 +209,35 @@ def test_an_interrupted_reply_joins_the_history_the_next_run_sends(alice, conver
     assert [m.role for m in history] == ["user", "assistant"]
     assert [b.type for b in history[1].content] == ["thinking", "text"]
     assert history[1].status == "error"
+
+
+def test_a_runs_setup_reads_the_run_before_it_and_whether_a_message_waits(
+        conversation: Conversation, alice: User) -> None:
+    """The host's setup annotations (issue 20): the conversation's run with the highest id
+    below the run's (another conversation's runs in between do not count), and whether a
+    message of the conversation (not another's) is pending."""
+    other = Conversation.objects.create(room=conversation.room, title="o")
+    first = Run.objects.create(conversation=conversation, status=RunStatus.COMPLETED)
+    second = Run.objects.create(conversation=conversation, status=RunStatus.FAILED)
+    between = Run.objects.create(conversation=other, status=RunStatus.QUEUED)
+    third = Run.objects.create(conversation=conversation, status=RunStatus.QUEUED)
+    Message.objects.create(conversation=other, role="user", author=alice, content=[],
+                           status=MessageStatus.PENDING)
+
+    def read(run: Run) -> tuple[int | None, bool]:
+        row = (Run.objects.annotate(
+            previous_run=notes_previous_run(),
+            messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))))
+            .get(pk=run.pk))
+        return row.previous_run, row.messages_waiting
+
+    assert read(first) == (None, False)
+    assert read(second) == (first.pk, False)
+    assert read(third) == (second.pk, False)
+    assert read(between) == (None, True)
+    Message.objects.create(conversation=conversation, role="user", author=alice, content=[],
+                           status=MessageStatus.COMPLETE)
+    assert read(third) == (second.pk, False)
+    Message.objects.create(conversation=conversation, role="user", author=alice, content=[],
+                           status=MessageStatus.PENDING)
+    assert read(third) == (second.pk, True)
