@@ -39,6 +39,7 @@ from apps.rooms.models import (
     RunStatus,
     ToolDecision,
 )
+from apps.rooms.ports import pending_rows
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 from apps.rooms.services.limits import require_fits, require_under_rate
@@ -363,9 +364,7 @@ def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
         error_message=error_message[:2000])
     _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
                       else MessageStatus.ERROR)
-    pending = list(Message.objects.filter(conversation_id=run.conversation_id,
-                                          status=MessageStatus.PENDING)
-                   .select_related("author").order_by("id"))  # one read: few ever wait
+    pending = list(pending_rows(run.conversation_id).select_related("author"))  # few wait
     waiting = next((message for message in pending if message.wakes_agent), None)
     if waiting is None:
         _chat_joins(run, pending)

@@ -24,13 +24,20 @@ def stored_deltas(conversation: Conversation) -> list[str]:
         conversation=conversation, kind="text_delta").order_by("seq")]
 
 
+async def projected(team: Team, user: User) -> tuple[Conversation, Run, Projector]:
+    """A new conversation with a run and its projector; its window so long that nothing but
+    a message's first delta and ``close`` flushes."""
+    room = await Room.objects.acreate(team=team, name="General", created_by=user)
+    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=user)
+    run = await Run.objects.acreate(conversation=conversation, started_by=user)
+    return conversation, run, Projector(
+        conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
+        coalesce_ms=60_000, coalesce_bytes=1 << 20)
+
+
 async def test_the_first_delta_of_a_message_is_stored_at_once_and_the_rest_coalesce(
         acme: Team, alice: User) -> None:
-    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
-    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
-    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
-    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
-                          coalesce_ms=60_000, coalesce_bytes=1 << 20)  # nothing else flushes
+    conversation, _, projector = await projected(acme, alice)
     for text in ("Hel", "lo", " room"):
         await projector.handle(TextDelta(message_id="m1", text=text))
     await projector.handle(TextDelta(message_id="m2", text="Next"))
@@ -43,11 +50,7 @@ async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
         acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
     # Run start (issue 22): message_started and the first text_delta in one thread hop and
     # one transaction, the row created holding the text; not the start alone, then the delta.
-    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
-    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
-    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
-    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
-                          coalesce_ms=60_000, coalesce_bytes=1 << 20)
+    conversation, run, projector = await projected(acme, alice)
     hops: list[str] = []
     call = SyncToAsync.__call__
 
@@ -76,11 +79,7 @@ async def test_an_event_is_stored_by_its_seq_update_and_its_insert(
         acme: Team, alice: User) -> None:
     # Issue 20: a run stores a handful of events besides its deltas, each in its own
     # transaction; the seq UPDATE locks the conversation row, so no lock statement before it.
-    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
-    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
-    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
-    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
-                          coalesce_ms=60_000, coalesce_bytes=1 << 20)
+    conversation, _, projector = await projected(acme, alice)
 
     @sync_to_async
     def store(event: TurnStarted) -> list[str]:
