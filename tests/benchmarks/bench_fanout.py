@@ -33,7 +33,9 @@ joins are quiet, and start their runs spread over a second (``--stagger``); a st
 passes the threshold is measured once more before the search stops (the second try counts).
 The machine's load average is printed: other work on it skews the figures. ``--workers N``
 runs N run workers, ``--env NAME=VALUE`` sets confab settings (``DATABASE_CONN_MAX_AGE=60``:
-persistent database connections) to compare. Every process is stopped at the end.
+persistent database connections) to compare; ``--conversations 32,64`` measures only those
+steps (no single-conversation points, no early stop) for a quick A/B of two builds. Every
+process is stopped at the end.
 
 Per step it also prints the worker's CPU per streamed token and Daphne's CPU per ``text_delta``
 frame it delivered (µs). To see where that time goes, profile the two processes during a step
@@ -633,14 +635,15 @@ async def bench_confab(bench: Bench, ctx: ConfabContext) -> dict[tuple[str, int,
     results: dict[tuple[str, int, int], Sample] = {}
     warm = await bench.confab_step(ctx, 1, WATCHERS, "warm-up")
     progress(warm)
-    for watchers in SINGLE:
+    for watchers in () if bench.args.conversations else SINGLE:
         sample = results["confab", 1, watchers] = await bench.confab_step(
             ctx, 1, watchers, "confab")
         progress(sample)
+
     def failed(sample: Sample) -> bool:
         return sample.pct(99) > bench.args.threshold_ms or sample.lost > sample.expected // 10
 
-    for n in conversation_counts(bench.args.max_conversations):
+    for n in bench.args.conversations or conversation_counts(bench.args.max_conversations):
         sample = await bench.confab_step(ctx, n, WATCHERS, "confab")
         progress(sample)
         if failed(sample):  # other work on the machine can spoil one step: measure it again
@@ -649,7 +652,7 @@ async def bench_confab(bench: Bench, ctx: ConfabContext) -> dict[tuple[str, int,
             retry.first_p99 = sample.pct(99)
             sample = retry
         results["confab", n, WATCHERS] = sample
-        if failed(sample):
+        if failed(sample) and not bench.args.conversations:
             break
     return results
 
@@ -802,6 +805,9 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=TOKENS, help="tokens per run")
     parser.add_argument("--max-conversations", type=int, default=MAX_CONVERSATIONS)
+    parser.add_argument("--conversations", type=lambda text: [int(n) for n in text.split(",")],
+                        metavar="N,N,...", help="measure only these steps (N x 5 watchers, "
+                        "no single-conversation points), e.g. 32,64 to compare two builds")
     parser.add_argument("--threshold-ms", type=float, default=THRESHOLD_MS)
     parser.add_argument("--stagger", type=float, default=1.0,
                         help="seconds over which a step's runs start")
