@@ -7,8 +7,9 @@ join the run's registry; one that fails is a ``warning`` event and the run goes 
 the run's calls and gives the servers back open), says in a ``warning`` when Bash
 runs without the sandbox, runs the agent (or, for a ``compact`` run, only compacts the history:
 no model turn, no MCP servers), feeds every runtime event to the projector (a sub-agent's
-``wiki_changed`` is lifted to the top level), beats the heartbeat, sends the log's high-water
-mark to the room (:mod:`apps.rooms.tail`), and ends the run in the database; a notes agent
+``wiki_changed`` is lifted to the top level), has the worker's pulse (:mod:`apps.rooms.pulse`)
+beat its heartbeat, tick its projector and send the log's high-water marks to the room
+(:mod:`apps.rooms.tail`), and ends the run in the database; a notes agent
 still working then finishes after the end (:mod:`apps.rooms.notes`). Stop, decisions and
 answers arrive from the worker consumer (the run's group) and are delivered here.
 """
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Coroutine
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -56,9 +57,10 @@ from apps.rooms.ports import (
     pending_rows,
 )
 from apps.rooms.projector import Projector
+from apps.rooms.pulse import pulse
 from apps.rooms.services.configure import reasoning_record, run_model
 from apps.rooms.services.events import event_append
-from apps.rooms.services.runs import run_claim, run_finish, run_finish_locked, run_heartbeat
+from apps.rooms.services.runs import run_claim, run_finish, run_finish_locked
 from apps.rooms.tail import hwm_publish
 from apps.rooms.titles import DEFAULT_TITLE, title_after_end
 from apps.rooms.transcript import history_of
@@ -290,15 +292,17 @@ class RunHost:
                          keys=[key for key, _ in setup.mcp_servers], pool=mcp_pools.get(),
                          on_warning=projector.handle, elicitation=self.elicitations,
                          on_event=projector.handle)
-        async with AsyncExitStack() as servers:
-            async with self._beating():  # starting servers may take their connect timeouts
+        timers = pulse(self.clock)
+        with timers.beating(self.run_id):  # starting servers may take their connect timeouts
+            async with AsyncExitStack() as servers:
                 await servers.enter_async_context(mcp)
                 for problem in setup.mcp_problems:
                     await projector.handle(problem)
                 compact_only = setup.run.purpose == RunPurpose.COMPACT
                 if not compact_only:
                     await self._warn_if_unconfined(tools, projector)
-            return await self._drive(runner, projector, compact_only=compact_only)
+                with timers.watching(projector):
+                    return await self._drive(runner, projector, compact_only=compact_only)
 
     async def _warn_if_unconfined(self, tools: ToolRegistry, projector: Projector) -> None:
         """Tell the room when this run's Bash commands run without the sandbox (DESIGN 4)."""
@@ -308,21 +312,8 @@ class RunHost:
             if notice is not None:
                 await projector.handle(WarningEvent(message=notice))
 
-    @asynccontextmanager
-    async def _beating(self) -> AsyncIterator[None]:
-        """Keep the heartbeat going while the block runs (before ``_drive`` beats)."""
-        beat = asyncio.create_task(self._beat())
-        try:
-            yield
-        finally:
-            beat.cancel()
-            await asyncio.gather(beat, return_exceptions=True)
-
     async def _drive(self, runner: AgentRunner, projector: Projector, *, compact_only: bool
                      ) -> tuple[RunStatus, str, str]:
-        background = [asyncio.create_task(self._beat()),
-                      asyncio.create_task(self._tick(projector)),
-                      asyncio.create_task(self._mark(projector.conversation_id))]
         error_kind, error_message = "", ""
         try:
             async for event in runner.events(compact_only=compact_only):
@@ -340,26 +331,8 @@ class RunHost:
             self.ended = RunEnded(status="failed", error_kind="internal", turns=runner.turns)
             return RunStatus.FAILED, error_kind, error_message
         finally:
-            for task in background:
-                task.cancel()
-            await asyncio.gather(*background, return_exceptions=True)
             await projector.close()
         return _FINAL.get(runner.status or "failed", RunStatus.FAILED), error_kind, error_message
-
-    async def _beat(self) -> None:
-        while True:  # sleep first: the claim stamped the heartbeat, and a write here would
-            await asyncio.sleep(settings.CONFAB["HEARTBEAT_S"])  # hold the first model request
-            await database_sync_to_async(run_heartbeat)(self.run_id)
-
-    async def _mark(self, conversation_id: int) -> None:
-        """The log's high-water mark to the room every ``HWM_INTERVAL_S`` while the run lasts
-        (a socket that lost the last events fetches them from the store)."""
-        while True:
-            await self.clock.sleep(settings.CONFAB["HWM_INTERVAL_S"])
-            try:
-                await hwm_publish(conversation_id)
-            except Exception:  # one lost mark: the next one, or the sockets' checks, repair
-                logger.exception("run %s: a high-water mark failed", self.run_id)
 
     async def _mark_after_end(self, conversation_id: int) -> None:
         """One more mark an interval after the end: the run's last events, and the marks sent
@@ -374,12 +347,6 @@ class RunHost:
         if self._memory is not None:
             await notes_settle(self._memory, conversation_id=conversation_id,
                                run_id=self.run_id, clock=self.clock)
-
-    async def _tick(self, projector: Projector) -> None:
-        pause = settings.CONFAB["COALESCE_MS"] / 1000.0
-        while True:
-            await asyncio.sleep(pause)
-            await projector.tick()
 
     def _finish(self, setup: _Setup, status: RunStatus, error_kind: str,
                 error_message: str) -> None:

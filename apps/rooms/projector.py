@@ -77,7 +77,8 @@ class _Drafted:
 
 class Projector:
     """Stores and broadcasts one run's events. ``handle`` each event in order; call ``tick``
-    every ``coalesce_ms`` so a quiet stream still flushes; ``close`` at the end. ``clock``
+    every ``coalesce_ms`` so a quiet stream still flushes (the worker's
+    :mod:`~apps.rooms.pulse` does); ``close`` at the end. ``clock``
     times coalescing and checkpoints (tests give theirs)."""
 
     def __init__(self, conversation_id: int, run_id: int, inbox: PendingMessages, *,
@@ -116,10 +117,14 @@ class Projector:
                 return
             await database_call(self._store, event)  # broadcast from the loop, in order
 
+    def tick_due(self) -> bool:
+        """Whether deltas have waited ``coalesce_ms`` (what :meth:`tick` would flush)."""
+        return bool(self._buffer) and self.clock.now() - self._since >= self.coalesce_s
+
     async def tick(self) -> None:
         """Flush deltas that have waited ``coalesce_ms``."""
         async with self._lock:
-            if self._buffer and self.clock.now() - self._since >= self.coalesce_s:
+            if self.tick_due():
                 await self._flush()
 
     async def close(self) -> None:

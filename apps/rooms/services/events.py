@@ -27,6 +27,7 @@ __all__ = [
     "events_after",
     "events_append",
     "events_last_seq",
+    "events_last_seqs",
     "events_store",
     "positions_allocate",
     "seq_allocate",
@@ -132,6 +133,13 @@ def events_last_seq(conversation_id: int) -> int:
     """The seq of the conversation's last stored event (0: none); a committed value, so every
     event up to it can be read."""
     return Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_id)
+
+
+def events_last_seqs(conversation_ids: list[int]) -> dict[int, int]:
+    """:func:`events_last_seq` of each conversation, in one query: ``{id: seq}`` (a deleted
+    conversation is left out)."""
+    return dict(Conversation.objects.filter(pk__in=conversation_ids)
+                .values_list("pk", "last_seq"))
 
 
 def events_after(conversation_id: int, after_seq: int, limit: int = 500

@@ -56,10 +56,10 @@ __all__ = [
     "run_dispatch_on_commit",
     "run_finish",
     "run_finish_locked",
-    "run_heartbeat",
     "run_queue",
     "require_turn_rate",
     "run_stop",
+    "runs_heartbeat",
     "runs_sweep",
 ]
 
@@ -134,9 +134,9 @@ def run_claim(run_id: int, worker: str, **record: Any) -> bool:
         status=RunStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now, **record))
 
 
-def run_heartbeat(run_id: int) -> None:
-    """The hosting worker is alive."""
-    Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
+def runs_heartbeat(run_ids: list[int]) -> None:
+    """The worker hosting these runs is alive (one UPDATE)."""
+    Run.objects.filter(pk__in=run_ids).update(heartbeat_at=timezone.now())
 
 
 def run_stop(*, conversation: Conversation, membership: Membership) -> Run:

@@ -1,0 +1,162 @@
+"""The run worker's pulse: one set of timers for all the runs it hosts (issue 20: capacity).
+
+Each hosted run needs three things on a clock: its projector ticked every ``COALESCE_MS`` (a
+quiet stream still flushes), its conversation's high-water mark sent every ``HWM_INTERVAL_S``
+(:mod:`apps.rooms.tail`), and its heartbeat written every ``HEARTBEAT_S`` (the sweeper takes
+over a run whose heartbeat is stale). Three tasks per run made 64 runs wake the loop some 1,300
+times a second, with a thread hop and a query per mark and per heartbeat; here one task per
+timer serves every run: a tick checks each projector without awaiting it and flushes only the
+due ones (each in its own task, so a slow flush holds back nobody else's), a mark reads every
+conversation's last ``seq`` in one query and sends the marks in one pipelined round trip, a
+beat is one UPDATE for every run. A timer's task starts with its first run and is cancelled
+with its last, so an idle worker sleeps.
+
+One pulse per event loop (:func:`pulse`): the worker's, and each test's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from apps.engine.clock import MONOTONIC, Clock
+from apps.realtime.broadcast import group_send_many
+from apps.realtime.groups import HwmEnvelope, conversation_group
+from apps.realtime.outage import send_all_or_drop
+from apps.rooms.projector import Projector
+from apps.rooms.services.events import events_last_seqs
+from apps.rooms.services.runs import runs_heartbeat
+
+__all__ = ["Pulse", "pulse"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Timer:
+    """One task calling ``fire`` every ``interval()`` seconds (read anew each time: settings
+    may change in tests) while ``active()``; ``sleep`` is the clock's."""
+
+    def __init__(self, name: str, interval: Callable[[], float],
+                 fire: Callable[[], Awaitable[None]], sleep: Callable[[float], Awaitable[None]]
+                 ) -> None:
+        self.name = name
+        self.interval = interval
+        self.fire = fire
+        self.sleep = sleep
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = asyncio.create_task(self._run(), name=f"pulse:{self.name}")
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    async def _run(self) -> None:
+        while True:  # sleep first: a run's claim stamped its heartbeat, its log has no news
+            await self.sleep(self.interval())
+            try:
+                await self.fire()
+            except Exception:  # one lost mark or beat: the next one, or the sweeper, repairs
+                logger.exception("the worker's %s failed", self.name)
+
+
+class Pulse:
+    """The timers of one event loop's hosted runs. ``beating(run_id)`` keeps a run's
+    heartbeat going while the block runs; ``watching(projector)`` ticks its projector and
+    sends its conversation's marks. ``clock`` times the marks (tests give theirs); ticks and
+    heartbeats use real time, as the projector's coalescing does."""
+
+    def __init__(self, clock: Clock = MONOTONIC) -> None:
+        conf = settings.CONFAB
+        self.clock = clock
+        self._runs: Counter[int] = Counter()
+        self._projectors: set[Projector] = set()
+        self._flushes: dict[Projector, asyncio.Task[None]] = {}  # also keeps the tasks alive
+        self._conversations: Counter[int] = Counter()
+        self._beat = _Timer("heartbeat", lambda: conf["HEARTBEAT_S"], self._beat_all,
+                            asyncio.sleep)
+        self._tick = _Timer("tick", lambda: conf["COALESCE_MS"] / 1000.0, self._tick_all,
+                            asyncio.sleep)
+        self._mark = _Timer("high-water mark", lambda: conf["HWM_INTERVAL_S"], self._mark_all,
+                            clock.sleep)
+
+    @contextmanager
+    def beating(self, run_id: int) -> Iterator[None]:
+        """The run's heartbeat is written every ``HEARTBEAT_S`` until the block ends."""
+        self._runs[run_id] += 1
+        self._beat.start()
+        try:
+            yield
+        finally:
+            _forget(self._runs, run_id)
+            if not self._runs:
+                self._beat.stop()
+
+    @contextmanager
+    def watching(self, projector: Projector) -> Iterator[None]:
+        """The projector is ticked, and its conversation's mark sent, until the block ends."""
+        self._projectors.add(projector)
+        self._conversations[projector.conversation_id] += 1
+        self._tick.start()
+        self._mark.start()
+        try:
+            yield
+        finally:
+            self._projectors.discard(projector)
+            _forget(self._conversations, projector.conversation_id)
+            if not self._projectors:
+                self._tick.stop()
+                self._mark.stop()
+
+    async def _beat_all(self) -> None:
+        await database_sync_to_async(runs_heartbeat)(list(self._runs))
+
+    async def _tick_all(self) -> None:
+        for projector in self._projectors:
+            if projector not in self._flushes and projector.tick_due():
+                self._flushes[projector] = asyncio.create_task(self._flush(projector))
+
+    async def _flush(self, projector: Projector) -> None:
+        try:
+            await projector.tick()
+        except Exception:  # the run's own next write meets the same failure and ends it
+            logger.exception("run %s: a coalescing flush failed", projector.run_id)
+        finally:
+            del self._flushes[projector]
+
+    async def _mark_all(self) -> None:
+        seqs = await database_sync_to_async(events_last_seqs)(list(self._conversations))
+        sends = []
+        for conversation_id, seq in seqs.items():
+            mark: HwmEnvelope = {"type": "conv.hwm", "seq": seq}
+            sends.append((conversation_group(conversation_id), dict(mark)))
+        await send_all_or_drop(group_send_many, sends)
+
+
+def _forget(counts: Counter[int], key: int) -> None:
+    counts[key] -= 1
+    if counts[key] <= 0:
+        del counts[key]
+
+
+_pulses: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pulse] = (
+    weakref.WeakKeyDictionary())
+
+
+def pulse(clock: Clock = MONOTONIC) -> Pulse:
+    """The running event loop's pulse, made on first use with ``clock``."""
+    loop = asyncio.get_running_loop()
+    found = _pulses.get(loop)
+    if found is None:
+        found = _pulses[loop] = Pulse(clock)
+    return found

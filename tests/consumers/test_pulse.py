@@ -1,0 +1,151 @@
+"""The worker's pulse (issue 20): one heartbeat UPDATE for all its runs, ticks that flush only
+the projectors whose deltas are due (a slow flush holds back no other), one pass of high-water
+marks for every watched conversation, and no timer left once the last run is gone."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
+
+from apps.accounts.models import User
+from apps.realtime.broadcast import broadcast_layer
+from apps.realtime.groups import conversation_group
+from apps.rooms.models import Conversation, Run, RunStatus
+from apps.rooms.pulse import Pulse
+from tests.consumers.fake_clock import FakeClock
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class FakeProjector:
+    """What the pulse uses of a projector: its ids, ``tick_due`` and ``tick`` (here counted,
+    and held until ``release`` is set when ``slow``)."""
+
+    def __init__(self, conversation_id: int, *, slow: bool = False) -> None:
+        self.conversation_id = conversation_id
+        self.run_id = conversation_id
+        self.due = True
+        self.slow = slow
+        self.release = asyncio.Event()
+        self.ticks = 0
+
+    def tick_due(self) -> bool:
+        return self.due
+
+    async def tick(self) -> None:
+        self.ticks += 1
+        if self.slow:
+            await self.release.wait()
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement run from here on, in any thread."""
+    seen: list[str] = []
+    execute = CursorWrapper._execute
+
+    def recorded(self: CursorWrapper, sql: str, *args: object) -> object:
+        seen.append(sql)
+        return execute(self, sql, *args)
+
+    monkeypatch.setattr(CursorWrapper, "_execute", recorded)
+    return seen
+
+
+@pytest.fixture
+def fast(settings) -> None:
+    settings.CONFAB = {**settings.CONFAB, "HEARTBEAT_S": 0.05, "COALESCE_MS": 10.0,
+                       "HWM_INTERVAL_S": 2.0}
+
+
+async def test_one_update_beats_every_run_and_the_timer_stops_with_the_last(
+        settings, conversation: Conversation, alice: User, statements: list[str]) -> None:
+    long_ago = timezone.now() - timedelta(hours=1)
+    runs = []
+    for title in ("a", "b", "c"):  # one active run per conversation
+        hosted = await Conversation.objects.acreate(room_id=conversation.room_id, title=title,
+                                                    created_by=alice)
+        runs.append(await Run.objects.acreate(conversation=hosted, started_by=alice,
+                                              status=RunStatus.RUNNING, heartbeat_at=long_ago))
+    settings.CONFAB = {**settings.CONFAB, "HEARTBEAT_S": 0.2}  # no second beat meanwhile
+    pulse = Pulse()
+    with pulse.beating(runs[0].pk), pulse.beating(runs[1].pk):
+        async with asyncio.timeout(5):
+            while not any(sql.startswith("UPDATE") for sql in statements):  # the first beat
+                await asyncio.sleep(0.01)
+    assert pulse._beat.task is None  # the last run left: no timer
+    assert len([sql for sql in statements if sql.startswith("UPDATE")]) == 1  # for both
+    stamps = [(await Run.objects.aget(pk=run.pk)).heartbeat_at for run in runs]
+    assert stamps[0] > long_ago and stamps[1] > long_ago and stamps[2] == long_ago
+
+
+async def test_a_tick_flushes_the_due_projectors_and_a_slow_one_holds_back_no_other(
+        fast) -> None:
+    pulse = Pulse()
+    slow, quick, idle = FakeProjector(1, slow=True), FakeProjector(2), FakeProjector(3)
+    idle.due = False
+    with pulse.watching(slow), pulse.watching(quick), pulse.watching(idle):
+        await asyncio.sleep(0.15)  # some fifteen ticks
+        assert slow.ticks == 1  # still flushing: not flushed again meanwhile
+        assert quick.ticks >= 2 and idle.ticks == 0
+        slow.release.set()
+        await asyncio.sleep(0.05)
+        assert slow.ticks >= 2
+    assert pulse._tick.task is None and pulse._mark.task is None
+
+
+async def test_every_watched_conversation_gets_its_mark_in_one_pass(
+        fast, conversation: Conversation, alice: User, statements: list[str]) -> None:
+    other = await Conversation.objects.acreate(room_id=conversation.room_id, title="Other",
+                                               created_by=alice)
+    await Conversation.objects.filter(pk=conversation.pk).aupdate(last_seq=7)
+    await Conversation.objects.filter(pk=other.pk).aupdate(last_seq=3)
+    layer = broadcast_layer()
+    channels = {}
+    for c in (conversation, other):
+        channels[c.pk] = await layer.new_channel()
+        await layer.group_add(conversation_group(c.pk), channels[c.pk])
+    clock = FakeClock()
+    pulse = Pulse(clock)
+    projectors = [FakeProjector(conversation.pk), FakeProjector(other.pk)]
+    for projector in projectors:
+        projector.due = False
+    statements.clear()
+    with pulse.watching(projectors[0]), pulse.watching(projectors[1]):
+        await clock.sleeper(clock.now() + 2.0)
+        clock.advance(2.0)
+        marks = {pk: await asyncio.wait_for(layer.receive(channel), 5)
+                 for pk, channel in channels.items()}
+    assert marks == {conversation.pk: {"type": "conv.hwm", "seq": 7},
+                     other.pk: {"type": "conv.hwm", "seq": 3}}
+    assert len([sql for sql in statements if "last_seq" in sql]) == 1
+
+
+async def test_a_failed_beat_is_logged_and_the_next_one_still_comes(
+        fast, conversation: Conversation, alice: User, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    run = await Run.objects.acreate(conversation=conversation, started_by=alice,
+                                    status=RunStatus.RUNNING,
+                                    heartbeat_at=timezone.now() - timedelta(hours=1))
+    failures = iter([RuntimeError("database down")])
+    real = Pulse._beat_all
+
+    async def flaky(self: Pulse) -> None:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        await real(self)
+
+    monkeypatch.setattr(Pulse, "_beat_all", flaky)
+    pulse = Pulse()
+    before = run.heartbeat_at
+    with pulse.beating(run.pk):
+        async with asyncio.timeout(5):  # a failed beat, then one that writes
+            while (await sync_to_async(Run.objects.get)(pk=run.pk)).heartbeat_at == before:
+                await asyncio.sleep(0.02)
+    assert "the worker's heartbeat failed" in caplog.text
