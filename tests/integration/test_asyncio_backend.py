@@ -120,6 +120,26 @@ async def test_a_silent_peer_is_a_read_timeout() -> None:
         await stream.aclose()
 
 
+async def test_the_read_timeout_counts_from_each_read_not_from_the_first() -> None:
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(6):  # 0.6 s of data, 0.1 s apart, then silence
+            writer.write(b"x")
+            await asyncio.sleep(0.1)
+        await reader.read()
+
+    async with serving(trickle) as (port, _):
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        received = b""
+        while len(received) < 6:
+            received += await stream.read(100, timeout=0.3)  # the one timer, re-armed
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(httpcore2.ReadTimeout):
+            await stream.read(100, timeout=0.05)  # shorter than the armed timer's
+        assert loop.time() - started < 0.25
+        await stream.aclose()
+
+
 async def test_a_peer_that_takes_nothing_is_a_write_timeout() -> None:
     never = asyncio.Event()
 

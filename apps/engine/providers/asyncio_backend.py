@@ -60,6 +60,8 @@ class _Buffered(asyncio.Protocol):
         self.writing_paused = False
         self.data_waiter: asyncio.Future[None] | None = None
         self.drain_waiter: asyncio.Future[None] | None = None
+        self.deadline = 0.0  # loop time by which the waiting read must have data
+        self.timer: asyncio.TimerHandle | None = None  # armed at or before the deadline
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -81,6 +83,9 @@ class _Buffered(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof = True
         self.error = exc
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         _wake(self.data_waiter)
         _wake(self.drain_waiter)
 
@@ -90,6 +95,40 @@ class _Buffered(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.writing_paused = False
         _wake(self.drain_waiter)
+
+    async def wait_for_data(self, timeout: float | None) -> None:
+        """Wait until data, the end or an error arrives; ``ReadTimeout`` after ``timeout``
+        seconds (None: never).
+
+        One timer per connection, not one per read: a stream is a read per token, and a timer
+        armed and cancelled for each was a loop heap insertion and removal per token. The
+        timer stays armed across reads; when it fires before the current read's deadline (an
+        earlier read got its data in time) it re-arms for that deadline, so it fires about
+        once per ``timeout`` while the stream flows."""
+        loop = asyncio.get_running_loop()
+        self.data_waiter = loop.create_future()
+        if timeout is not None:
+            self.deadline = loop.time() + timeout
+            if self.timer is not None and self.timer.when() > self.deadline:
+                self.timer.cancel()  # a shorter timeout than the armed one's
+                self.timer = None
+            if self.timer is None:
+                self.timer = loop.call_at(self.deadline, self._expire)
+        try:
+            await self.data_waiter
+        finally:
+            self.data_waiter = None
+
+    def _expire(self) -> None:
+        self.timer = None
+        waiter = self.data_waiter
+        if waiter is None or waiter.done():
+            return  # no read waits: the next one arms the timer again
+        loop = waiter.get_loop()
+        if loop.time() >= self.deadline:
+            waiter.set_exception(ReadTimeout("the read timed out"))
+        else:
+            self.timer = loop.call_at(self.deadline, self._expire)
 
     def take(self, max_bytes: int) -> bytes:
         """The oldest chunk, or its first ``max_bytes`` (the rest stays first in line)."""
@@ -111,8 +150,8 @@ def _wake(waiter: asyncio.Future[None] | None) -> None:
 
 async def _wait(waiter: asyncio.Future[None], timeout: float | None,
                 error: type[Exception], message: str) -> None:
-    """Await ``waiter``, raising ``error(message)`` after ``timeout`` seconds (None: never).
-    A loop timer, not a cancel scope: the common case (data already there) never gets here."""
+    """Await ``waiter``, raising ``error(message)`` after ``timeout`` seconds (None: never):
+    a write waiting for the peer (rare: a body over the transport's buffer)."""
     if timeout is None:
         await waiter
         return
@@ -144,11 +183,7 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         protocol = self._protocol
         if not protocol.chunks and not protocol.eof:
-            protocol.data_waiter = asyncio.get_running_loop().create_future()
-            try:
-                await _wait(protocol.data_waiter, timeout, ReadTimeout, "the read timed out")
-            finally:
-                protocol.data_waiter = None
+            await protocol.wait_for_data(timeout)
         if protocol.chunks:
             return protocol.take(max_bytes)
         if protocol.error is not None:
