@@ -53,7 +53,7 @@ class _Timer:
         self.task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self.task is None:
+        if self.task is None or self.task.done():  # done: ended by something not stop()
             self.task = asyncio.create_task(self._run(), name=f"pulse:{self.name}")
 
     def stop(self) -> None:
@@ -77,17 +77,14 @@ class Pulse:
     heartbeats use real time, as the projector's coalescing does."""
 
     def __init__(self, clock: Clock = MONOTONIC) -> None:
-        conf = settings.CONFAB
         self.clock = clock
         self._runs: Counter[int] = Counter()
         self._projectors: set[Projector] = set()
         self._flushes: dict[Projector, asyncio.Task[None]] = {}  # also keeps the tasks alive
         self._conversations: Counter[int] = Counter()
-        self._beat = _Timer("heartbeat", lambda: conf["HEARTBEAT_S"], self._beat_all,
-                            asyncio.sleep)
-        self._tick = _Timer("tick", lambda: conf["COALESCE_MS"] / 1000.0, self._tick_all,
-                            asyncio.sleep)
-        self._mark = _Timer("high-water mark", lambda: conf["HWM_INTERVAL_S"], self._mark_all,
+        self._beat = _Timer("heartbeat", _seconds("HEARTBEAT_S"), self._beat_all, asyncio.sleep)
+        self._tick = _Timer("tick", _seconds("COALESCE_MS", 0.001), self._tick_all, asyncio.sleep)
+        self._mark = _Timer("high-water mark", _seconds("HWM_INTERVAL_S"), self._mark_all,
                             clock.sleep)
 
     @contextmanager
@@ -141,6 +138,12 @@ class Pulse:
             mark: HwmEnvelope = {"type": "conv.hwm", "seq": seq}
             sends.append((conversation_group(conversation_id), dict(mark)))
         await send_all_or_drop(group_send_many, sends)
+
+
+def _seconds(name: str, unit: float = 1.0) -> Callable[[], float]:
+    """The setting ``CONFAB[name]`` in seconds (``unit``: seconds per its unit), read at each
+    call."""
+    return lambda: settings.CONFAB[name] * unit
 
 
 def _forget(counts: Counter[int], key: int) -> None:

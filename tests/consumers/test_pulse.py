@@ -85,8 +85,10 @@ async def test_one_update_beats_every_run_and_the_timer_stops_with_the_last(
 
 
 async def test_a_tick_flushes_the_due_projectors_and_a_slow_one_holds_back_no_other(
-        fast) -> None:
+        settings) -> None:
+    settings.CONFAB = {**settings.CONFAB, "COALESCE_MS": 10_000.0}
     pulse = Pulse()
+    settings.CONFAB = {**settings.CONFAB, "COALESCE_MS": 10.0}  # read at each tick
     slow, quick, idle = FakeProjector(1, slow=True), FakeProjector(2), FakeProjector(3)
     idle.due = False
     with pulse.watching(slow), pulse.watching(quick), pulse.watching(idle):

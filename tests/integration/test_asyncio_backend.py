@@ -140,6 +140,20 @@ async def test_the_read_timeout_counts_from_each_read_not_from_the_first() -> No
         await stream.aclose()
 
 
+async def test_a_read_without_a_timeout_outwaits_an_earlier_reads_timer() -> None:
+    async def late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"a")
+        await asyncio.sleep(0.4)  # past the first read's deadline
+        writer.write(b"b")
+        await reader.read()
+
+    async with serving(late) as (port, _):
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
+        assert await stream.read(100, timeout=0.2) == b"a"  # arms the timer
+        assert await stream.read(100, timeout=None) == b"b"
+        await stream.aclose()
+
+
 async def test_a_peer_that_takes_nothing_is_a_write_timeout() -> None:
     never = asyncio.Event()
 
@@ -150,7 +164,10 @@ async def test_a_peer_that_takes_nothing_is_a_write_timeout() -> None:
         stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=5)
         with pytest.raises(httpcore2.WriteTimeout):
             await stream.write(b"x" * (64 * 1024 * 1024), timeout=0.3)
+        sock = stream.get_extra_info("socket")
         await stream.aclose()
+        await asyncio.sleep(0)
+        assert sock.fileno() == -1  # closed now: the unsent rest is dropped, not sent late
         with pytest.raises(httpcore2.WriteError):
             await stream.write(b"more", timeout=1)
         never.set()

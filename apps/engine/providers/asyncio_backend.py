@@ -19,6 +19,7 @@ httpx2 maps to its own of the same names.
 from __future__ import annotations
 
 import asyncio
+import math
 import ssl
 from collections import deque
 from collections.abc import Iterable
@@ -107,7 +108,9 @@ class _Buffered(asyncio.Protocol):
         once per ``timeout`` while the stream flows."""
         loop = asyncio.get_running_loop()
         self.data_waiter = loop.create_future()
-        if timeout is not None:
+        if timeout is None:
+            self.deadline = math.inf  # an armed timer from a timed read re-arms no more
+        else:
             self.deadline = loop.time() + timeout
             if self.timer is not None and self.timer.when() > self.deadline:
                 self.timer.cancel()  # a shorter timeout than the armed one's
@@ -125,6 +128,8 @@ class _Buffered(asyncio.Protocol):
         if waiter is None or waiter.done():
             return  # no read waits: the next one arms the timer again
         loop = waiter.get_loop()
+        if self.deadline == math.inf:
+            return
         if loop.time() >= self.deadline:
             waiter.set_exception(ReadTimeout("the read timed out"))
         else:
@@ -207,8 +212,12 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
                 raise WriteError("the connection closed while writing")
 
     async def aclose(self) -> None:
+        """Close now, dropping what is still unsent: a close that waited for the write buffer
+        (or for a TLS peer's close_notify) would keep the socket, and let a peer that reads
+        late receive a request its caller was told had failed; as httpcore2's anyio backend."""
         self._transport.close()
-        await asyncio.sleep(0)  # the loop's turn in which the socket really closes
+        await asyncio.sleep(0)  # one turn: a buffer already flushed closes cleanly
+        self._transport.abort()
 
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> AsyncioStream:
@@ -218,8 +227,10 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
-                tls = await loop.start_tls(self._transport, self._protocol, ssl_context,
-                                           server_hostname=server_hostname)
+                tls = await loop.start_tls(  # asyncio's own limit (60 s) after ours
+                    self._transport, self._protocol, ssl_context,
+                    server_hostname=server_hostname,
+                    ssl_handshake_timeout=None if timeout is None else timeout + 1.0)
         except TimeoutError:
             self._transport.close()
             raise ConnectTimeout("the TLS handshake timed out") from None
