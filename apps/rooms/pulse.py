@@ -7,9 +7,9 @@ over a run whose heartbeat is stale). Three tasks per run made 64 runs wake the 
 times a second, with a thread hop and a query per mark and per heartbeat; here one task per
 timer serves every run: a tick checks each projector without awaiting it and flushes only the
 due ones (each in its own task, so a slow flush holds back nobody else's), a mark reads every
-conversation's last ``seq`` in one query and sends the marks in one pipelined round trip, a
-beat is one UPDATE for every run. A timer's task starts with its first run and is cancelled
-with its last, so an idle worker sleeps.
+conversation's last ``seq`` in one query and sends the marks in one pipelined round trip
+(:func:`~apps.rooms.tail.hwm_publish_all`), a beat is one UPDATE for every run. A timer's task
+starts with its first run and is cancelled with its last, so an idle worker sleeps.
 
 One pulse per event loop (:func:`pulse`): the worker's, and each test's.
 """
@@ -27,12 +27,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from apps.engine.clock import MONOTONIC, Clock
-from apps.realtime.broadcast import group_send_many
-from apps.realtime.groups import HwmEnvelope, conversation_group
-from apps.realtime.outage import send_all_or_drop
 from apps.rooms.projector import Projector
-from apps.rooms.services.events import events_last_seqs
 from apps.rooms.services.runs import runs_heartbeat
+from apps.rooms.tail import hwm_publish_all
 
 __all__ = ["Pulse", "pulse"]
 
@@ -40,8 +37,8 @@ logger = logging.getLogger(__name__)
 
 
 class _Timer:
-    """One task calling ``fire`` every ``interval()`` seconds (read anew each time: settings
-    may change in tests) while ``active()``; ``sleep`` is the clock's."""
+    """One task, from ``start`` to ``stop``, calling ``fire`` every ``interval()`` seconds
+    (read anew each time: settings may change in tests); ``sleep`` is the clock's."""
 
     def __init__(self, name: str, interval: Callable[[], float],
                  fire: Callable[[], Awaitable[None]], sleep: Callable[[float], Awaitable[None]]
@@ -77,7 +74,6 @@ class Pulse:
     heartbeats use real time, as the projector's coalescing does."""
 
     def __init__(self, clock: Clock = MONOTONIC) -> None:
-        self.clock = clock
         self._runs: Counter[int] = Counter()
         self._projectors: set[Projector] = set()
         self._flushes: dict[Projector, asyncio.Task[None]] = {}  # also keeps the tasks alive
@@ -132,12 +128,7 @@ class Pulse:
             del self._flushes[projector]
 
     async def _mark_all(self) -> None:
-        seqs = await database_sync_to_async(events_last_seqs)(list(self._conversations))
-        sends = []
-        for conversation_id, seq in seqs.items():
-            mark: HwmEnvelope = {"type": "conv.hwm", "seq": seq}
-            sends.append((conversation_group(conversation_id), dict(mark)))
-        await send_all_or_drop(group_send_many, sends)
+        await hwm_publish_all(list(self._conversations))
 
 
 def _seconds(name: str, unit: float = 1.0) -> Callable[[], float]:

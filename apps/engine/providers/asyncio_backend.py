@@ -127,9 +127,9 @@ class _Buffered(asyncio.Protocol):
         waiter = self.data_waiter
         if waiter is None or waiter.done():
             return  # no read waits: the next one arms the timer again
-        loop = waiter.get_loop()
         if self.deadline == math.inf:
-            return
+            return  # this read waits for ever: the next timed one arms the timer again
+        loop = waiter.get_loop()
         if loop.time() >= self.deadline:
             waiter.set_exception(ReadTimeout("the read timed out"))
         else:
@@ -160,6 +160,7 @@ async def _wait(waiter: asyncio.Future[None], timeout: float | None,
     if timeout is None:
         await waiter
         return
+
     def expire() -> None:
         if not waiter.done():
             waiter.set_exception(error(message))
