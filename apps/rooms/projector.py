@@ -9,7 +9,13 @@ has started answering (issue 22: send -> first ``text_delta``). A flush also che
 message being written when its last checkpoint is :data:`~apps.rooms.drafts.CHECKPOINT_S`
 old, so a client connecting mid-stream sees the text so far (the checkpoint plus the log after
 it, :mod:`apps.rooms.drafts`). Flushes go through the worker's :mod:`apps.rooms.log_writer`:
-the runs' flushes that wait meanwhile share one transaction.
+the runs' flushes that wait meanwhile share one transaction. So do the events whose storing
+changes nothing but the log and the drafts (a turn's start and end, a tool call's start, a
+tool's result, a warning...): the waiting deltas and the event in one write, beside the other
+runs' flushes, instead of a transaction, a thread hop and a broadcast round trip of their own
+each (issue 20). The rest (a message's start and end, usage, injected messages, compaction, a
+wait for people) also change rows of the transcript or the run, in one transaction with the
+event.
 """
 
 from __future__ import annotations
@@ -37,8 +43,6 @@ from apps.engine.events import (
     SubagentEvent,
     TextDelta,
     ToolCallArgumentsDelta,
-    ToolCallReadyEvent,
-    ToolCallStarted,
     UsageUpdated,
 )
 from apps.engine.sources import sources
@@ -62,6 +66,9 @@ _STATUS_AFTER = {
     InputReceived: RunStatus.RUNNING,
     ElicitationAnswered: RunStatus.RUNNING,
 }
+
+_TRANSCRIPT_EFFECTS = (MessageStarted, MessageEnded, MessagesInjected, UsageUpdated, Compacted)
+"""Events whose storing changes transcript rows too (:meth:`Projector._apply`)."""
 
 
 class _Drafted:
@@ -111,11 +118,19 @@ class Projector:
                 if first or self._due():
                     await self._flush()
                 return
-            await self._flush()
             if isinstance(event, MessageStarted):
+                await self._flush()
                 self._starting = event  # its first delta follows at once: one write for both
-                return
-            await database_call(self._store, event)  # broadcast from the loop, in order
+            elif _log_only(event):
+                await self._flush((event,))  # with the waiting deltas, in one write
+            else:
+                await self._flush()
+                await database_call(self._store, event)  # broadcast from the loop, in order
+
+    @property
+    def streaming(self) -> bool:
+        """Whether a message it began storing has not ended (its row is still streaming)."""
+        return bool(self._drafts)
 
     def tick_due(self) -> bool:
         """Whether deltas have waited ``coalesce_ms`` (what :meth:`tick` would flush)."""
@@ -147,41 +162,34 @@ class Projector:
         return (self._buffered_bytes >= self.coalesce_bytes
                 or self.clock.now() - self._since >= self.coalesce_s)
 
-    async def _flush(self) -> None:
+    async def _flush(self, logged: tuple[RuntimeEvent, ...] = ()) -> None:
+        """Store the waiting deltas, then ``logged`` (events that change only the log and the
+        drafts): a message's start with its first deltas in one transaction, the rest in one
+        write of the log writer, where several runs' flushes share one transaction."""
         if self._starting is not None:
             started, self._starting = self._starting, None
-            deltas = self._take()
-            await database_call(self._store_start, started, deltas)
+            await database_call(self._store_start, started, self._take())
+        events = [(e.kind, e.model_dump(mode="json")) for e in (*self._take(), *logged)]
+        if not events:
             return
-        if not self._buffer:
-            return
-        deltas = self._take()
-        for delta in deltas:
-            self._draft_apply(delta)
-        checkpoints = self._checkpoints({d.message_id for d in deltas})
-        # several runs' flushes share one transaction (apps.rooms.log_writer)
-        await log_writer().write(self.conversation_id, self.run_id,
-                                 [(d.kind, d.model_dump(mode="json")) for d in deltas],
-                                 checkpoints)
-        self.stored += len(deltas)
+        for kind, payload in events:
+            self._draft_apply(kind, payload)
+        await log_writer().write(self.conversation_id, self.run_id, events,
+                                 self._checkpoints({p.get("message_id") for _, p in events}))
+        self.stored += len(events)
 
     def _take(self) -> list[Delta]:
         """The waiting deltas, each one joined with those it absorbed; the buffer emptied."""
         buffer, self._buffer, self._buffered_bytes = self._buffer, [], 0
         return [_joined(delta, texts) for delta, texts in buffer]
 
-    def _draft_apply(self, delta: Delta) -> None:
-        drafted = self._drafts.get(delta.message_id)
-        if drafted is None:
-            return
-        if isinstance(delta, TextDelta):
-            drafted.draft.text += delta.text
-        elif isinstance(delta, ReasoningDeltaEvent):
-            drafted.draft.thinking += delta.text
-        else:
-            drafted.draft.add_arguments(delta.index, delta.arguments_delta)
+    def _draft_apply(self, kind: str, payload: dict[str, Any]) -> None:
+        """A stored event's change to the draft of the message it belongs to, if any."""
+        drafted = self._drafts.get(payload.get("message_id", ""))
+        if drafted is not None:
+            drafted.draft.apply(kind, payload)
 
-    def _checkpoints(self, message_ids: set[str]) -> dict[int, list[dict[str, Any]]]:
+    def _checkpoints(self, message_ids: set[str | None]) -> dict[int, list[dict[str, Any]]]:
         """The content to store now of the messages whose checkpoint is due."""
         now, due = self.clock.now(), {}
         for message_id in message_ids:
@@ -209,7 +217,7 @@ class Projector:
         drafted = _Drafted(self.clock.now())
         self._drafts[message_id] = drafted
         for delta in deltas:
-            self._draft_apply(delta)
+            drafted.draft.apply(delta.kind, delta.model_dump(mode="json"))
         drafted.row_id = Message.objects.create(
             conversation_id=self.conversation_id, run_id=self.run_id, role="assistant",
             status=MessageStatus.STREAMING, engine_id=message_id,
@@ -235,12 +243,6 @@ class Projector:
         match event:
             case MessageStarted(message_id=message_id):
                 self._start(message_id, seq, [])
-            case ToolCallStarted(message_id=mid, index=index, name=name):
-                if (drafted := self._drafts.get(mid)) is not None:
-                    drafted.draft.start_call(index, name)
-            case ToolCallReadyEvent(message_id=mid, index=index, call=call):
-                if (drafted := self._drafts.get(mid)) is not None:
-                    drafted.draft.ready_call(index, call.model_dump(mode="json"))
             case MessageEnded():
                 self._message_ended(event)
             case MessagesInjected(messages=messages):
@@ -283,6 +285,13 @@ class Projector:
         Message.objects.create(conversation_id=self.conversation_id, run_id=self.run_id,
                                role="user", position=rows[-1][1], status=MessageStatus.COMPLETE,
                                content=[{"type": "text", "text": SUMMARY_PREFIX + event.summary}])
+
+
+def _log_only(event: RuntimeEvent) -> bool:
+    """Whether storing ``event`` changes nothing but the log and the drafts (no transcript
+    row, no run status): the log writer stores it then, as it does deltas."""
+    waited = event.event if isinstance(event, SubagentEvent) else event
+    return not isinstance(event, _TRANSCRIPT_EFFECTS) and type(waited) not in _STATUS_AFTER
 
 
 def _delta_text(event: Delta) -> str:

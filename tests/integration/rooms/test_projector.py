@@ -10,8 +10,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import Team, User
-from apps.engine.events import MessageStarted, TextDelta, TurnStarted
+from apps.engine.events import (
+    MessageStarted,
+    TextDelta,
+    ToolCallStarted,
+    TurnEnded,
+    UsageUpdated,
+)
+from apps.engine.messages import Usage
 from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
+from apps.rooms.drafts import CHECKPOINT_S, content_so_far
 from apps.rooms.ports import PendingMessages
 from apps.rooms.projector import Projector
 
@@ -77,18 +85,55 @@ async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
 
 async def test_an_event_is_stored_by_its_seq_update_and_its_insert(
         acme: Team, alice: User) -> None:
-    # Issue 20: a run stores a handful of events besides its deltas, each in its own
-    # transaction; the seq UPDATE locks the conversation row, so no lock statement before it.
+    # Issue 20: an event that changes transcript rows too is stored in its own transaction;
+    # the seq UPDATE locks the conversation row, so no lock statement before it.
     conversation, _, projector = await projected(acme, alice)
+    usage = UsageUpdated(usage=Usage(input_tokens=3, output_tokens=2), context_tokens=5,
+                         context_window=200_000)
 
     @sync_to_async
-    def store(event: TurnStarted) -> list[str]:
+    def store(event: UsageUpdated) -> list[str]:
         with CaptureQueriesContext(connection) as queries:
             projector._store(event)
         return [q["sql"].split(" ", 2)[0] + " " + q["sql"].split(" ", 2)[1] for q in queries
                 if not q["sql"].startswith(("BEGIN", "COMMIT"))]
 
-    assert await store(TurnStarted(turn=1)) == ['UPDATE "rooms_conversation"',
-                                                'INSERT INTO']
+    assert await store(usage) == ['UPDATE "rooms_conversation"', 'INSERT INTO']
     assert [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
-        conversation=conversation)] == [(1, "turn_started")]
+        conversation=conversation)] == [(1, "usage")]
+
+
+async def test_an_event_that_changes_only_the_log_goes_with_the_waiting_deltas(
+        acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 20: a turn's start and end, a tool call's start... are written by the log writer
+    # (one write with the deltas waiting before them), not each in a transaction, a thread hop
+    # and a broadcast of its own; a tool call's start still reaches the message's draft.
+    conversation, run, projector = await projected(acme, alice)
+    await projector.handle(MessageStarted(message_id="m1"))
+    await projector.handle(TextDelta(message_id="m1", text="Hel"))  # the start's write
+    await projector.handle(TextDelta(message_id="m1", text="lo"))  # waits
+    hops: list[str] = []
+    call = SyncToAsync.__call__
+
+    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(self.func, "__qualname__", "?"))
+        return await call(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__call__", hop)
+    await projector.handle(ToolCallStarted(message_id="m1", index=0, name="Bash"))
+    await projector.handle(TurnEnded(turn=1))
+    monkeypatch.setattr(SyncToAsync, "__call__", call)
+    assert hops == ["_store", "_store"]  # the log writer's, once for each: no Projector._store
+    kinds = [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
+        conversation=conversation).order_by("seq")]
+    assert kinds == [(1, "message_started"), (2, "text_delta"), (3, "text_delta"),
+                     (4, "tool_call_started"), (5, "turn_ended")]
+    # a checkpoint due: the next write stores the draft, so what a client joining now reads
+    # is the draft alone (nothing of the log after it)
+    projector._drafts["m1"].checkpointed = -CHECKPOINT_S
+    await projector.handle(TextDelta(message_id="m1", text="!"))
+    await projector.close()
+    message = await Message.objects.aget(run=run, engine_id="m1")
+    assert await sync_to_async(content_so_far)(message) == [
+        {"type": "text", "text": "Hello!"},
+        {"type": "tool_use", "name": "Bash", "partial_arguments": "", "index": 0}]
