@@ -143,11 +143,15 @@ class RunHost:
         self._compaction: CompactionState | None = None
         self._memory: SessionMemory | None = None
         self._stop_requested = False
+        self._stopped_by: dict[str, Any] | None = None
+        self._streaming = True  # whether a message of the run may still be being written
 
-    def stop(self) -> None:
-        """Stop the run wherever it is; after its end, cancel its notes agent (the
-        conversation's next run has started: :mod:`apps.rooms.notes`)."""
+    def stop(self, stopped_by: dict[str, Any] | None = None) -> None:
+        """Stop the run wherever it is (``stopped_by``: who asked, ``{id, name}``, named by
+        its ``run_ended``); after its end, cancel its notes agent (the conversation's next run
+        has started: :mod:`apps.rooms.notes`)."""
         self._stop_requested = True
+        self._stopped_by = self._stopped_by or stopped_by
         if self.runner is not None:
             self.runner.cancel()
         if self.ended is not None and self._memory is not None:
@@ -332,6 +336,7 @@ class RunHost:
             return RunStatus.FAILED, error_kind, error_message
         finally:
             await projector.close()
+            self._streaming = projector.streaming
         return _FINAL.get(runner.status or "failed", RunStatus.FAILED), error_kind, error_message
 
     async def _mark_after_end(self, conversation_id: int) -> None:
@@ -351,17 +356,24 @@ class RunHost:
     def _finish(self, setup: _Setup, status: RunStatus, error_kind: str,
                 error_message: str) -> None:
         """The run's end: ``run_ended`` and the run's final status in one transaction, so a
-        client that sees the event finds the run over."""
+        client that sees the event finds the run over. The run is the one read at its setup;
+        the conversation's compaction and notes state is written only when the run changed
+        it."""
         ended = self.ended or RunEnded(status="failed", error_kind="internal")
         payload = ended.model_dump(mode="json")
-        run = Run.objects.select_related("stopped_by").get(pk=self.run_id)
-        if run.stopped_by is not None:
-            payload["stopped_by"] = {"id": run.stopped_by_id, "name": run.stopped_by.shown_name}
+        if self._stopped_by is not None:
+            payload["stopped_by"] = self._stopped_by
         with transaction.atomic():
             if self._compaction is not None and self._memory is not None:
-                Conversation.objects.filter(pk=setup.conversation.pk).update(
-                    compaction_failures=self._compaction.consecutive_failures,
-                    compaction_paused_until=self._compaction.paused_until,
-                    memory_upto=self._memory.state.extracted_upto)
+                self._save_compaction(setup.conversation)
             event_append(setup.conversation.pk, "run_ended", payload, run_id=self.run_id)
-            run_finish_locked(run, status, error_kind=error_kind, error_message=error_message)
+            run_finish_locked(setup.run, status, error_kind=error_kind,
+                              error_message=error_message, streaming=self._streaming)
+
+    def _save_compaction(self, conversation: Conversation) -> None:
+        assert self._compaction is not None and self._memory is not None
+        state = {"compaction_failures": self._compaction.consecutive_failures,
+                 "compaction_paused_until": self._compaction.paused_until,
+                 "memory_upto": self._memory.state.extracted_upto}
+        if any(getattr(conversation, name) != value for name, value in state.items()):
+            Conversation.objects.filter(pk=conversation.pk).update(**state)

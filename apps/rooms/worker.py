@@ -27,9 +27,10 @@ logger = logging.getLogger(__name__)
 
 
 class RunWorkerConsumer(AsyncConsumer):
-    """Hosts runs. Messages: ``run.start`` {run_id}; ``run.stop`` {run_id}; ``run.decide``
-    {run_id, tool_call_id, approved, by, arguments}; ``run.answer`` {run_id, question_id,
-    text, by}; ``run.elicit`` {run_id, elicitation_id, action, content, by}."""
+    """Hosts runs. Messages: ``run.start`` {run_id}; ``run.stop`` {run_id, stopped_by} (who
+    stopped it, ``{id, name}``; none when a newer run ends a finished one's notes agent);
+    ``run.decide`` {run_id, tool_call_id, approved, by, arguments}; ``run.answer`` {run_id,
+    question_id, text, by}; ``run.elicit`` {run_id, elicitation_id, action, content, by}."""
 
     hosts: dict[int, RunHost]
     _layer: OutlastingLayer | None = None
@@ -70,7 +71,7 @@ class RunWorkerConsumer(AsyncConsumer):
 
     async def run_stop(self, message: dict[str, Any]) -> None:
         if (host := self._host_of(message)) is not None:
-            host.stop()
+            host.stop(stopped_by=message.get("stopped_by"))
 
     async def run_decide(self, message: dict[str, Any]) -> None:
         if (host := self._host_of(message)) is not None:

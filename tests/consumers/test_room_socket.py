@@ -109,6 +109,7 @@ async def test_bob_stops_the_run_and_everyone_sees_who(alice: User, bob: User, c
     assert stopping["by"] == {"id": bob.pk, "name": "Bob"}
     ended = await a.until_event("run_ended")
     assert ended["status"] == "cancelled"
+    assert ended["stopped_by"] == {"id": bob.pk, "name": "Bob"}  # what the stop told the host
     run = await Run.objects.aget(conversation=conversation)
     assert run.status == RunStatus.CANCELLED and run.stopped_by_id == bob.pk
     partial = await Message.objects.aget(conversation=conversation, role="assistant")

@@ -171,10 +171,11 @@ async def test_a_run_ends_with_fixed_queries(
     client, _ = await connect(alice, conversation.pk)
     await client.send({"type": "send", "client_id": "e1", "text": script({"text": "hi"})})
     await client.until_event("run_ended")
-    # the run with who stopped it; BEGIN; the compaction state; the seq and run_ended; the
-    # run's status; messages it left streaming; the messages still pending (one read); the
-    # sidebar's row after the commit. Not read again under a savepoint, nor locked again.
-    assert len(end["queries"]) == 9, "\n".join(end["queries"])
+    # BEGIN; the seq and run_ended; the run's status; whether a message is pending; the
+    # sidebar's row after the commit. Not read again (who stopped it came with the stop), nor
+    # under a savepoint, nor locked again; no compaction state the run did not change, no
+    # look for messages left streaming when the projector ended every one it began.
+    assert len(end["queries"]) == 6, "\n".join(end["queries"])
     await asyncio.wait_for(hosted.wait(), 10)  # the host's after-end work done too
     # the conversation has a title: no hop to see whether the model should propose one
     assert "_first_exchange" not in host["hops"], host["hops"]

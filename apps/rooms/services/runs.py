@@ -155,8 +155,11 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
                      run_id=run.pk)
         if run.status == RunStatus.QUEUED:  # no worker has it: end it here
             run_finish(run.pk, RunStatus.CANCELLED)
-        else:
-            group_send_on_commit(run_group(run.pk), {"type": "run.stop", "run_id": run.pk})
+        else:  # who stopped it first goes with it: its run_ended names them, unread again
+            stopper = run.stopped_by
+            group_send_on_commit(run_group(run.pk), {
+                "type": "run.stop", "run_id": run.pk,
+                "stopped_by": {"id": stopper.pk, "name": stopper.shown_name}})
     return run
 
 
@@ -354,17 +357,21 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
 
 
 def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
-                      error_message: str = "") -> Run | None:
+                      error_message: str = "", streaming: bool = True) -> Run | None:
     """:func:`run_finish` of a run already read, inside a transaction that holds its
     conversation's :func:`~apps.rooms.services.events.conversation_lock` (or has written the
     conversation's row: the run's host, which appends ``run_ended`` in the same
-    transaction)."""
+    transaction). ``streaming``: whether a message of the run may still be being written
+    (False: its host ended every message it began, so there is none to close)."""
     Run.objects.filter(pk=run.pk).update(
         status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
         error_message=error_message[:2000])
-    _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
-                      else MessageStatus.ERROR)
-    pending = list(pending_rows(run.conversation_id).select_related("author"))  # few wait
+    if streaming:
+        _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
+                          else MessageStatus.ERROR)
+    waiting_rows = pending_rows(run.conversation_id)
+    # Mostly none waits: a cheap look first, the rows with their authors only then.
+    pending = list(waiting_rows.select_related("author")) if waiting_rows.exists() else []
     waiting = next((message for message in pending if message.wakes_agent), None)
     if waiting is None:
         _chat_joins(run, pending)
