@@ -33,7 +33,7 @@ import asyncio
 import functools
 import json
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,34 +191,44 @@ def _store_in_one_statement(write: _Round) -> dict[int, int]:
         for pk, content in batch.checkpoints.items():  # a later flush's wins
             checkpoints[pk] = (f'{{"pk":{pk},"c":{batch.conversation_id},'
                                f'"d":{count - offsets.stop},"content":{json.dumps(content)}}}')
-    names = _table_names()
-    sql = _ONE_STATEMENT.format(
-        cases=" ".join(["WHEN %s THEN %s"] * len(ids)), ids=", ".join(["%s"] * len(ids)),
-        checkpoints=_CHECKPOINTS.format(**names) if checkpoints else "", **names)
-    params: list[Any] = [x for c in ids for x in (c, write.counts[c])] + ids
-    params += [timezone.now(), f"[{','.join(events)}]"]
+    id_array = _array(ids)
+    params: list[Any] = [_array(write.counts[c] for c in ids), id_array, id_array,
+                         timezone.now(), f"[{','.join(events)}]"]
     if checkpoints:
         params.append(f"[{','.join(checkpoints.values())}]")
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_statement(bool(checkpoints)), params)
         rows = cursor.fetchall()
     return {int(c): int(last) - write.counts[c] + 1 for c, last in rows}
 
 
+def _array(numbers: Iterable[int]) -> str:
+    """A PostgreSQL array literal of integers: passed as text, it is quoted like any string
+    (psycopg dumps a Python list element by element, in Python)."""
+    return "{" + ",".join(map(str, numbers)) + "}"
+
+
 @functools.cache
-def _table_names() -> dict[str, str]:
-    """The quoted tables of the statement below."""
+def _statement(checkpoints: bool) -> str:
+    """The statement below for the quoted tables, with or without its checkpoints' part.
+    Its text is the same whatever the round's size (the ids and counts are two arrays), so
+    psycopg parses it once, not at every round (it does not cache long statements)."""
     quote = connection.ops.quote_name
-    return {name: quote(model._meta.db_table) for name, model in (
+    names = {name: quote(model._meta.db_table) for name, model in (
         ("conversation", Conversation), ("event", ConversationEvent), ("message", Message))}
+    return _ONE_STATEMENT.format(checkpoints=_CHECKPOINTS.format(**names) if checkpoints
+                                 else "", **names)
 
 
-# s: the conversations' new last seqs; e: each event at (new last seq - d + 1); m: each
-# checkpoint with the seq of its batch's last event (new last seq - d).
+# s: the conversations' new last seqs (``id = ANY``: the rows are locked in id order, as the
+# index scan visits them; each adds its count, found by its place among the ids); e: each
+# event at (new last seq - d + 1); m: each checkpoint with the seq of its batch's last event
+# (new last seq - d).
 _ONE_STATEMENT = """
 WITH s AS (
-    UPDATE {conversation} SET last_seq = last_seq + CASE id {cases} END
-    WHERE id IN ({ids}) RETURNING id, last_seq),
+    UPDATE {conversation}
+    SET last_seq = last_seq + (%s::integer[])[array_position(%s::bigint[], id)]
+    WHERE id = ANY(%s::bigint[]) RETURNING id, last_seq),
 e AS (
     INSERT INTO {event} (conversation_id, seq, kind, payload, run_id, created_at)
     SELECT v.c, s.last_seq - v.d + 1, v.k, v.p, v.r, %s
