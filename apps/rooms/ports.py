@@ -59,7 +59,11 @@ class PendingMessages:
 
     def _take(self) -> tuple[list[Message], list[EngineMessage]]:
         """The pending rows, marked taken, and their engine messages with their images'
-        bytes (one thread hop for both)."""
+        bytes (one thread hop for both). Mostly none waits: a look without a transaction
+        first (one statement, not three); one posted just after it waits for the next step,
+        as one posted just after a take does."""
+        if not pending_rows(self.conversation_id).exists():
+            return [], []
         with transaction.atomic():
             rows = list(pending_rows(self.conversation_id).select_for_update())
             if rows:

@@ -33,14 +33,18 @@ SIDEBAR_KINDS = frozenset({"run_queued", "run_ended", "title_changed"})
 Row = dict[str, Any]
 
 
-def _rows(conversations: QuerySet[Conversation]) -> QuerySet[Conversation]:
+def _rows(conversations: QuerySet[Conversation]) -> QuerySet[Conversation, dict[str, Any]]:
+    """The conversations' sidebar fields (and their room's, archived): values, not model
+    instances (a row is sent at every run's start and end)."""
     running = Run.objects.filter(conversation=OuterRef("pk"), status__in=ACTIVE_RUN_STATUSES)
-    return conversations.annotate(running=Exists(running)).order_by("-created_at", "-id")
+    return conversations.values("pk", "title", "created_at", "room_id", "archived",
+                                running=Exists(running))
 
 
-def _row(conversation: Conversation) -> Row:
-    return {"id": conversation.pk, "title": conversation.title,
-            "running": conversation.running, "created_at": conversation.created_at.isoformat()}
+def _row(conversation: dict[str, Any]) -> Row:
+    return {"id": conversation["pk"], "title": conversation["title"],
+            "running": conversation["running"],
+            "created_at": conversation["created_at"].isoformat()}
 
 
 def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row], bool]:
@@ -48,7 +52,8 @@ def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row]
     :data:`SIDEBAR_LIMIT` — and the conversation ``current_id`` after them when it is older —
     and whether the room has more than those. The caller has checked the person is in the
     room's team."""
-    rows = _rows(Conversation.objects.filter(room_id=room_id, archived=False))
+    rows = _rows(Conversation.objects.filter(room_id=room_id, archived=False)).order_by(
+        "-created_at", "-id")
     shown = [_row(c) for c in rows[:SIDEBAR_LIMIT + 1]]
     more = len(shown) > SIDEBAR_LIMIT
     shown = shown[:SIDEBAR_LIMIT]
@@ -58,10 +63,10 @@ def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row]
 
 
 def _send(conversation_id: int) -> None:
-    conversation = _rows(Conversation.objects.filter(pk=conversation_id)).first()
-    if conversation is None or conversation.archived:
+    conversation = next(iter(_rows(Conversation.objects.filter(pk=conversation_id))), None)
+    if conversation is None or conversation["archived"]:
         return  # deleted or archived meanwhile: nothing to show
-    publish("group_send", room_group(conversation.room_id), {
+    publish("group_send", room_group(conversation["room_id"]), {
         "type": "room.conversation", "conversation": _row(conversation)}, robust=True,
             layer=BROADCAST)
 
