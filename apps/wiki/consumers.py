@@ -62,6 +62,11 @@ class WikiConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(wiki_group(team_id), self.channel_name)
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         self.joined = True
+        # Credentials that changed between the handshake's sign-in and the join above were
+        # announced before this socket could hear it: look once more, now that it would.
+        if not await credentials_hold(self.scope):
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
+            return
         path = self._path()
         if path:
             await self.send_json(await asyncio.to_thread(_page_now, membership.team, path))
