@@ -11,18 +11,31 @@ and the embedded worker (:mod:`apps.rooms.embedded`) both use it.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
+from apps.common.event_loops import new_event_loop
 from apps.realtime.outage import outlasting
 from apps.rooms.shutdown import ClosingWorker
 
 __all__ = ["OutlastingWorker"]
 
+logger = logging.getLogger(__name__)
+
 
 class OutlastingWorker(ClosingWorker):
-    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage and whose
-    ``arun`` (``runworker``) closes the pools when it stops (:class:`ClosingWorker`)."""
+    """``Worker`` (same arguments) whose receive outlasts a channel-layer outage, whose
+    ``arun`` (``runworker``) closes the pools when it stops (:class:`ClosingWorker`) and whose
+    ``run`` runs it on the configured event loop (:mod:`apps.common.event_loops`)."""
 
     def __init__(self, application: Any, channels: list[str], channel_layer: Any,
                  max_applications: int = 1000) -> None:
         super().__init__(application, channels, outlasting(channel_layer), max_applications)
+
+    def run(self) -> None:
+        """asgiref's ``StatelessServer.run`` on a loop of :func:`new_event_loop`."""
+        try:
+            asyncio.run(self.arun(), loop_factory=new_event_loop)
+        except KeyboardInterrupt:
+            logger.info("Exiting due to Ctrl-C/interrupt")

@@ -23,7 +23,7 @@ import math
 import ssl
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import httpcore2
 import httpx2
@@ -65,8 +65,8 @@ class _Buffered(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None  # armed at or before the deadline
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport, not always an asyncio.Transport subclass (uvloop's are not)
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
@@ -238,7 +238,7 @@ class AsyncioStream(httpcore2.AsyncNetworkStream):
         except OSError as exc:  # ssl.SSLError included: a bad certificate, a reset
             self._transport.close()
             raise ConnectError(str(exc)) from exc
-        assert isinstance(tls, asyncio.Transport)
+        tls = cast(asyncio.Transport, tls)
         self._protocol.transport = tls  # pausing reads pauses the decrypted stream
         return AsyncioStream(tls, self._protocol)
 

@@ -1,6 +1,7 @@
 """A stopping run worker closes its warm MCP servers and provider clients before its loop ends
 (:mod:`apps.rooms.shutdown`), in both places a worker runs: ``runworker``'s loop
-(:class:`ClosingWorker`) and Daphne's reactor (``manage.py serve``'s embedded worker).
+(:class:`ClosingWorker`, on both event loops it may run on: :mod:`apps.common.event_loops`) and
+Daphne's reactor (``manage.py serve``'s embedded worker, on asyncio's loop).
 
 Each case runs in a fresh interpreter that warms one pooled server (the SDK test server with two
 ``sleep`` helpers, found in /proc by their marker) and one provider, is sent SIGTERM as a
@@ -40,20 +41,21 @@ async def warm():
     async with McpManager([spec], keys=[ServerKey(team=1, server=1)], pool=mcp_pools.get()):
         pass  # a run: the server stays warm in the pool
     SEEN["provider"] = provider_pool.get(ProviderSettings("anthropic", "http://127.0.0.1:9"))
+    SEEN["loop"] = type(asyncio.get_running_loop()).__module__.split(".")[0]
     print("warm", len(marked()), flush=True)
 
 def report():
-    print(json.dumps({"left": marked(),
+    print(json.dumps({"left": marked(), "loop": SEEN["loop"],
                       "provider_closed": SEEN["provider"].inner._client.is_closed}))
 """
 
 RUNWORKER = WARM + """
 from channels.layers import get_channel_layer
 from apps.realtime.groups import RUN_CHANNEL
-from apps.rooms.shutdown import ClosingWorker
+from apps.rooms.run_worker import OutlastingWorker  # runworker's: a ClosingWorker
 from config.asgi import application
 
-class Warmed(ClosingWorker):
+class Warmed(OutlastingWorker):
     async def handle(self):
         await warm()
         await super().handle()
@@ -85,10 +87,11 @@ def marker() -> Iterator[str]:
     kill_marked(seconds)
 
 
-def stopped_by_sigterm(code: str, marker: str, tmp_path: Path) -> dict[str, object]:
-    """Start ``code`` with ``marker``, wait until it has warmed its pools, SIGTERM it and
-    return its report."""
-    env = django_env(data_dir=tmp_path)
+def stopped_by_sigterm(code: str, marker: str, tmp_path: Path, loop: str
+                       ) -> dict[str, object]:
+    """Start ``code`` with ``marker`` on event loop ``loop``, wait until it has warmed its
+    pools, SIGTERM it and return its report."""
+    env = django_env(data_dir=tmp_path, CONFAB_EVENT_LOOP=loop)
     proc = start_script(f"MARKER = {marker!r}\n{code}", env)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 60)
@@ -101,12 +104,14 @@ def stopped_by_sigterm(code: str, marker: str, tmp_path: Path) -> dict[str, obje
     return finish(proc, timeout=60)
 
 
-def test_runworker_closes_its_pools_when_sigterm_stops_it(marker: str, tmp_path: Path) -> None:
-    report = stopped_by_sigterm(RUNWORKER, marker, tmp_path)
-    assert report == {"left": [], "provider_closed": True}
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_runworker_closes_its_pools_when_sigterm_stops_it(loop: str, marker: str,
+                                                          tmp_path: Path) -> None:
+    report = stopped_by_sigterm(RUNWORKER, marker, tmp_path, loop)
+    assert report == {"left": [], "loop": loop, "provider_closed": True}
 
 
 def test_serve_closes_the_embedded_workers_pools_before_the_reactor_stops(
         marker: str, tmp_path: Path) -> None:
-    report = stopped_by_sigterm(DAPHNE, marker, tmp_path)
-    assert report == {"left": [], "provider_closed": True}
+    report = stopped_by_sigterm(DAPHNE, marker, tmp_path, "asyncio")
+    assert report == {"left": [], "loop": "asyncio", "provider_closed": True}
