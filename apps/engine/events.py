@@ -321,12 +321,15 @@ class ToolCallReadyEvent(_RuntimeEvent):
 
 class MessageEnded(_RuntimeEvent):
     """Message ``message_id`` is final and in the history: ``message`` is the whole of it;
-    ``status`` "cancelled" when the run was stopped mid-stream, "error" when the stream broke."""
+    ``status`` "cancelled" when the run was stopped mid-stream, "error" when the stream broke;
+    ``usage``: the token usage of the model call that wrote it (None: not an answer, or the
+    call ended before the provider reported it)."""
 
     kind: Literal["message_ended"] = "message_ended"
     message_id: str
     message: Message
     status: Literal["complete", "cancelled", "error"] = "complete"
+    usage: Usage | None = None
 
 
 class ToolStarted(_RuntimeEvent):

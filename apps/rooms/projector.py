@@ -43,7 +43,6 @@ from apps.engine.events import (
     SubagentEvent,
     TextDelta,
     ToolCallArgumentsDelta,
-    UsageUpdated,
 )
 from apps.engine.sources import sources
 from apps.realtime.publish import database_call
@@ -67,7 +66,7 @@ _STATUS_AFTER = {
     ElicitationAnswered: RunStatus.RUNNING,
 }
 
-_TRANSCRIPT_EFFECTS = (MessageStarted, MessageEnded, MessagesInjected, UsageUpdated, Compacted)
+_TRANSCRIPT_EFFECTS = (MessageStarted, MessageEnded, MessagesInjected, Compacted)
 """Events whose storing changes transcript rows too (:meth:`Projector._apply`)."""
 
 
@@ -104,7 +103,6 @@ class Projector:
         self._drafts: dict[str, _Drafted] = {}
         self._started: set[str] = set()  # messages whose first delta has gone out
         self._starting: MessageStarted | None = None  # stored with its first deltas
-        self._last_assistant: int | None = None
         self._lock = asyncio.Lock()
         self.stored = 0  # events stored, for tests and benchmarks
 
@@ -247,10 +245,6 @@ class Projector:
                 self._message_ended(event)
             case MessagesInjected(messages=messages):
                 self._injected(len(messages))
-            case UsageUpdated(usage=usage):
-                if self._last_assistant is not None:
-                    Message.objects.filter(pk=self._last_assistant).update(
-                        usage=usage.model_dump(mode="json", exclude_none=True))
             case Compacted():
                 self._compacted(event)
             case _:
@@ -260,12 +254,13 @@ class Projector:
         message = event.message
         in_history = bool(message.content or message.reasoning_content)
         fields = message_fields(message)
+        if event.usage is not None:
+            fields["usage"] = event.usage.model_dump(mode="json", exclude_none=True)
         if in_history:
             fields["position"] = positions_allocate(self.conversation_id, 1)
         drafted = self._drafts.pop(event.message_id, None)
         if drafted is not None:
             Message.objects.filter(pk=drafted.row_id).update(**fields)
-            self._last_assistant = drafted.row_id
         elif in_history:  # a tool-results message: it was never streamed
             Message.objects.create(conversation_id=self.conversation_id, run_id=self.run_id,
                                    engine_id=event.message_id, **fields)

@@ -120,15 +120,15 @@ class StepRun:
             return None
         self.appended = True
         message = self.assembler.message(status=status)  # type: ignore[arg-type]
+        ended = MessageEnded(message_id=self.message_id, message=message,
+                             status=status, usage=self.usage)  # type: ignore[arg-type]
         if not message.content and not message.reasoning_content:
             if self.started:
-                await self.emit(MessageEnded(message_id=self.message_id, message=message,
-                                             status=status))  # type: ignore[arg-type]
+                await self.emit(ended)
             return None
         self.history.append(message)
         await self._start()
-        await self.emit(MessageEnded(message_id=self.message_id, message=message,
-                                     status=status))  # type: ignore[arg-type]
+        await self.emit(ended)
         return message
 
     async def append_results(self, results: list[ToolResultBlock]) -> None:

@@ -11,12 +11,15 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import Team, User
 from apps.engine.events import (
+    AwaitingInput,
+    MessageEnded,
     MessageStarted,
     TextDelta,
     ToolCallStarted,
     TurnEnded,
     UsageUpdated,
 )
+from apps.engine.messages import Message as EngineMessage
 from apps.engine.messages import Usage
 from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
 from apps.rooms.drafts import CHECKPOINT_S, content_so_far
@@ -85,22 +88,21 @@ async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
 
 async def test_an_event_is_stored_by_its_seq_update_and_its_insert(
         acme: Team, alice: User) -> None:
-    # Issue 20: an event that changes transcript rows too is stored in its own transaction;
-    # the seq UPDATE locks the conversation row, so no lock statement before it.
+    # Issue 20: an event that changes more than the log (here the run's status) is stored in
+    # its own transaction; the seq UPDATE locks the conversation row, so no lock before it.
     conversation, _, projector = await projected(acme, alice)
-    usage = UsageUpdated(usage=Usage(input_tokens=3, output_tokens=2), context_tokens=5,
-                         context_window=200_000)
 
     @sync_to_async
-    def store(event: UsageUpdated) -> list[str]:
+    def store(event: AwaitingInput) -> list[str]:
         with CaptureQueriesContext(connection) as queries:
             projector._store(event)
         return [q["sql"].split(" ", 2)[0] + " " + q["sql"].split(" ", 2)[1] for q in queries
                 if not q["sql"].startswith(("BEGIN", "COMMIT"))]
 
-    assert await store(usage) == ['UPDATE "rooms_conversation"', 'INSERT INTO']
+    assert await store(AwaitingInput(question_id="q1", question="Which?")) == [
+        'UPDATE "rooms_conversation"', 'INSERT INTO', 'UPDATE "rooms_run"']
     assert [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
-        conversation=conversation)] == [(1, "usage")]
+        conversation=conversation)] == [(1, "awaiting_input")]
 
 
 async def test_an_event_that_changes_only_the_log_goes_with_the_waiting_deltas(
@@ -137,3 +139,32 @@ async def test_an_event_that_changes_only_the_log_goes_with_the_waiting_deltas(
     assert await sync_to_async(content_so_far)(message) == [
         {"type": "text", "text": "Hello!"},
         {"type": "tool_use", "name": "Bash", "partial_arguments": "", "index": 0}]
+
+
+async def test_a_message_keeps_its_calls_usage_and_the_usage_event_only_logs(
+        acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 20: the usage of the call that wrote a message comes with its message_ended, in
+    # the UPDATE that ends the row; the usage event that follows (the context gauge) changes
+    # only the log, so the log writer stores it (no transaction of its own).
+    conversation, run, projector = await projected(acme, alice)
+    usage = Usage(input_tokens=12, output_tokens=3)
+    await projector.handle(MessageStarted(message_id="m1"))
+    await projector.handle(TextDelta(message_id="m1", text="Hi"))
+    await projector.handle(MessageEnded(message_id="m1", usage=usage, message=EngineMessage(
+        role="assistant", content="Hi", provider="anthropic")))
+    hops: list[str] = []
+    call = SyncToAsync.__call__
+
+    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(self.func, "__qualname__", "?"))
+        return await call(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__call__", hop)
+    await projector.handle(UsageUpdated(usage=usage, context_tokens=15, context_window=200_000))
+    monkeypatch.setattr(SyncToAsync, "__call__", call)
+    assert hops == ["_store"]  # the log writer's
+    row = await Message.objects.aget(run=run, engine_id="m1")
+    assert row.usage == {"input_tokens": 12, "output_tokens": 3}
+    assert [kind async for kind in ConversationEvent.objects.filter(
+        conversation=conversation).order_by("seq").values_list("kind", flat=True)] == [
+        "message_started", "text_delta", "message_ended", "usage"]
