@@ -34,7 +34,11 @@ class PipelinedPubSubChannelLayer(RedisPubSubChannelLayer):
             channel = layer._get_group_channel_name(group)
             by_shard.setdefault(layer._get_shard(channel), []).append(
                 (channel, self.serialize(message)))
-        await asyncio.gather(*(_publish(shard, items) for shard, items in by_shard.items()))
+        if len(by_shard) == 1:  # one Redis (the usual): no task to gather
+            ((shard, items),) = by_shard.items()
+            await _publish(shard, items)
+        else:
+            await asyncio.gather(*(_publish(shard, items) for shard, items in by_shard.items()))
 
 
 async def _publish(shard: Any, items: list[tuple[str, bytes]]) -> None:
