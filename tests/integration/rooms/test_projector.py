@@ -21,10 +21,11 @@ from apps.engine.events import (
 )
 from apps.engine.messages import Message as EngineMessage
 from apps.engine.messages import Usage
-from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
 from apps.rooms.drafts import CHECKPOINT_S, content_so_far
+from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
 from apps.rooms.ports import PendingMessages
 from apps.rooms.projector import Projector
+from tests.consumers.fake_clock import FakeClock
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,6 +56,30 @@ async def test_the_first_delta_of_a_message_is_stored_at_once_and_the_rest_coale
     assert await stored_deltas(conversation) == ["Hel", "lo room", "Next"]
     await projector.close()
 
+
+
+async def test_deltas_that_waited_their_window_leave_at_a_tick_not_with_the_next_delta(
+        acme: Team, alice: User) -> None:
+    # Issue 20: the pulse's tick flushes every run due at once (one write for all of them);
+    # the delta that arrives after the window waits for it, unless the bytes are full.
+    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
+    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
+    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
+    clock = FakeClock()
+    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
+                          coalesce_ms=50, coalesce_bytes=12, clock=clock)
+    await projector.handle(TextDelta(message_id="m1", text="a"))  # the first: at once
+    await projector.handle(TextDelta(message_id="m1", text="b"))
+    clock.advance(0.06)
+    await projector.handle(TextDelta(message_id="m1", text="c"))  # past the window: waits
+    assert await stored_deltas(conversation) == ["a"]
+    assert projector.tick_due()
+    await projector.tick()
+    assert await stored_deltas(conversation) == ["a", "bc"]
+    assert not projector.tick_due()
+    await projector.handle(TextDelta(message_id="m1", text="0123456789ab"))  # 12 bytes: full
+    assert await stored_deltas(conversation) == ["a", "bc", "0123456789ab"]
+    await projector.close()
 
 
 async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
