@@ -110,11 +110,15 @@ class Projector:
         self._started: set[str] = set()  # messages whose first delta has gone out
         self._starting: MessageStarted | None = None  # stored with its first deltas
         self._lock = asyncio.Lock()
+        self._failed_tick: Exception | None = None  # a tick's flush failed: raised next
         self.stored = 0  # events stored, for tests and benchmarks
 
     async def handle(self, event: RuntimeEvent) -> None:
-        """Store (and broadcast) one runtime event, coalescing deltas."""
+        """Store (and broadcast) one runtime event, coalescing deltas. Raises what storing
+        raised, also for a tick's flush since the last event (the run then ends visibly:
+        deltas of the failed flush are not in the log)."""
         async with self._lock:
+            self._raise_failed_tick()
             if isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta):
                 first = event.message_id not in self._started
                 self._started.add(event.message_id)
@@ -141,15 +145,26 @@ class Projector:
         return bool(self._buffer) and self.clock.now() - self._since >= self.coalesce_s
 
     async def tick(self) -> None:
-        """Flush deltas that have waited ``coalesce_ms``."""
+        """Flush deltas that have waited ``coalesce_ms``; a failure is raised here and again
+        by the next :meth:`handle` or :meth:`close`, where the run sees it."""
         async with self._lock:
             if self.tick_due():
-                await self._flush()
+                try:
+                    await self._flush()
+                except Exception as exc:
+                    self._failed_tick = exc
+                    raise
 
     async def close(self) -> None:
-        """Flush what is left."""
+        """Flush what is left; raises like :meth:`handle`."""
         async with self._lock:
+            self._raise_failed_tick()
             await self._flush()
+
+    def _raise_failed_tick(self) -> None:
+        if self._failed_tick is not None:
+            failed, self._failed_tick = self._failed_tick, None
+            raise failed
 
     # -- deltas -----------------------------------------------------------------------------
     def _add(self, event: Delta) -> None:
@@ -236,6 +251,8 @@ class Projector:
             status = _STATUS_AFTER.get(type(waited))  # a sub-agent's waits are the run's
             if status is not None:
                 run_set_status(self.run_id, status)
+        if isinstance(event, MessageEnded):  # its row is final now, not before the commit
+            self._drafts.pop(event.message_id, None)
         self.stored += 1
 
     def _apply(self, event: RuntimeEvent, seq: int) -> None:
@@ -260,7 +277,7 @@ class Projector:
             fields["usage"] = event.usage.model_dump(mode="json", exclude_none=True)
         if in_history:
             fields["position"] = positions_allocate(self.conversation_id, 1)
-        drafted = self._drafts.pop(event.message_id, None)
+        drafted = self._drafts.get(event.message_id)
         if drafted is not None:
             Message.objects.filter(pk=drafted.row_id).update(**fields)
         elif in_history:  # a tool-results message: it was never streamed

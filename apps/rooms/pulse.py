@@ -131,7 +131,7 @@ class Pulse:
     async def _flush(self, projector: Projector) -> None:
         try:
             await projector.tick()
-        except Exception:  # the run's own next write meets the same failure and ends it
+        except Exception:  # raised again to the run by its next event: the run ends
             logger.exception("run %s: a coalescing flush failed", projector.run_id)
         finally:
             del self._flushes[projector]

@@ -4,6 +4,9 @@ window."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connection
@@ -25,6 +28,7 @@ from apps.rooms.drafts import CHECKPOINT_S, content_so_far
 from apps.rooms.models import Conversation, ConversationEvent, Message, MessageStatus, Room, Run
 from apps.rooms.ports import PendingMessages
 from apps.rooms.projector import Projector
+from apps.rooms.pulse import pulse
 from tests.consumers.fake_clock import FakeClock
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -193,3 +197,44 @@ async def test_a_message_keeps_its_calls_usage_and_the_usage_event_only_logs(
     assert [kind async for kind in ConversationEvent.objects.filter(
         conversation=conversation).order_by("seq").values_list("kind", flat=True)] == [
         "message_started", "text_delta", "message_ended", "usage"]
+
+
+async def test_a_tick_whose_flush_failed_fails_the_runs_next_event_and_its_close(
+        acme: Team, alice: User) -> None:
+    # A delta after a message's first is written by a tick, which the run does not await:
+    # its failure (the conversation deleted, the database gone) reaches the run at its next
+    # event, or at its close, so the run ends visibly instead of streaming on into nothing.
+    conversation, _, projector = await projected(acme, alice)
+    await projector.handle(MessageStarted(message_id="m1"))
+    await projector.handle(TextDelta(message_id="m1", text="first"))
+    await projector.handle(TextDelta(message_id="m1", text=" more"))
+    await conversation.adelete()
+    projector.coalesce_s = 0.0  # due now
+    with pytest.raises(Conversation.DoesNotExist):
+        await projector.tick()  # the pulse logs it
+    with pytest.raises(Conversation.DoesNotExist):
+        await projector.handle(TextDelta(message_id="m1", text=" again"))
+    await projector.handle(TextDelta(message_id="m1", text=" and"))  # raised once
+    with pytest.raises(Conversation.DoesNotExist):
+        await projector.tick()
+    with pytest.raises(Conversation.DoesNotExist):
+        await projector.close()
+
+
+async def test_a_run_streaming_into_a_deleted_conversation_fails_within_a_few_windows(
+        settings: Any, acme: Team, alice: User) -> None:
+    # The same with the worker's pulse ticking, as a hosted run streams (found by review).
+    settings.CONFAB = {**settings.CONFAB, "COALESCE_MS": 10.0}
+    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
+    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
+    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
+    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
+                          coalesce_ms=10, coalesce_bytes=2048)
+    with pulse().watching(projector):
+        await projector.handle(MessageStarted(message_id="m1"))
+        await projector.handle(TextDelta(message_id="m1", text="first"))
+        await conversation.adelete()
+        with pytest.raises(Conversation.DoesNotExist):
+            for _ in range(40):  # some 400 ms of streaming, 40 windows
+                await projector.handle(TextDelta(message_id="m1", text="more "))
+                await asyncio.sleep(0.01)
