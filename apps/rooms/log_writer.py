@@ -89,12 +89,18 @@ class LogWriter:
         await asyncio.shield(batch.done)  # a cancelled projector leaves the write to finish
 
     async def _drain(self) -> None:
+        batches: list[_Batch] = []
         try:
             while self._queue:
                 batches, self._queue = self._queue, []
                 await self._write(batches)
         finally:
             self._task = None
+            for batch in batches:  # cancelled mid-write (the loop stops): tell their writers
+                if not batch.done.done():
+                    batch.done.cancel()
+            if self._queue:  # queued meanwhile (a run's last flush as it is cancelled too)
+                self._task = asyncio.create_task(self._drain(), name="log-writer")
 
     async def _write(self, batches: list[_Batch]) -> None:
         store = _storing()

@@ -103,3 +103,43 @@ def test_a_round_costs_the_same_statements_for_one_conversation_as_for_eight(
     assert [b.envelopes[0]["seq"] for b in many[6:8]] == [1, 3]
     assert all(content == checkpoint for content in Message.objects.values_list("content",
                                                                              flat=True))
+
+
+async def test_a_write_cancelled_with_the_loop_leaves_no_writer_waiting(
+        acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    # When the worker stops, asyncio cancels every task: the writer's, mid-write, and a
+    # run's host, whose projector's last flush then queues behind it. That flush is written
+    # by a drain of its own, and the writer of the flush being written is told (cancelled),
+    # not left waiting for ever (the process would never exit).
+    import threading
+
+    from apps.rooms import log_writer as module
+
+    (a, run_a), (b, run_b) = await conversations(acme, alice, 2)
+    entered, release = threading.Event(), threading.Event()
+
+    def held(batches: list[_Batch]) -> set[int]:
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+        return _store(batches)
+
+    monkeypatch.setattr(module, "_store", held)
+    module._storing.cache_clear()  # made again with the held _store
+    try:
+        writer = log_writer()
+        first = asyncio.create_task(writer.write(a, run_a, [delta("a1")], {}))
+        await asyncio.to_thread(entered.wait, 10)
+        last = asyncio.create_task(writer.write(b, run_b, [delta("b1")], {}))
+        await asyncio.sleep(0)  # queued behind the write in progress
+        assert writer._task is not None
+        writer._task.cancel()
+        await asyncio.sleep(0)
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(first, 10)
+        await asyncio.wait_for(last, 10)
+    finally:
+        module._storing.cache_clear()
+    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
+        conversation_id=b)] == ["b1"]
