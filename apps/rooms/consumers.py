@@ -210,6 +210,12 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         self._log_lock = _Lock()  # live events, marks and tail checks send in turn
         self._turn = _Lock()  # the client's frames and the inbox take turns
         await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
+        # Credentials that changed between the handshake's sign-in and the join above were
+        # announced before this socket could hear it: look once more, now that it would.
+        if not await credentials_hold(self.scope):
+            await self.channel_layer.group_discard(user_group(user.pk), self.channel_name)
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
+            return
         self.sidebar = SidebarWatch(
             self, room_id=conversation.room_id, conversation_id=conversation.pk, me=self.me,
             clock=self.clock, interval_s=interval_s, send_json=self.send_json)

@@ -17,7 +17,9 @@ from django.urls import reverse
 
 from apps.accounts.models import ApiToken, User
 from apps.accounts.services import api_token_create
+from apps.rooms import consumers as room_consumers
 from apps.rooms.models import Message
+from apps.wiki import consumers as wiki_consumers
 from apps.wiki.services import page_save
 from config.asgi import application
 from tests.consumers.conftest import TIMEOUT
@@ -199,3 +201,50 @@ async def test_a_wiki_change_that_races_the_close_is_not_forwarded(acme, alice: 
                                    expected_blob=None, message="Plans")
     output = await wiki.receive_output(timeout=TIMEOUT)
     assert output == {"type": "websocket.close", "code": 4401}
+
+
+def _deactivate(user_id: int) -> None:
+    user = User.objects.get(pk=user_id)
+    user.is_active = False
+    user.save()  # as the admin's user form does: the signal tells the person's group
+
+
+async def _closed_or_open(socket: WebsocketCommunicator) -> int | str:
+    try:
+        return await closed_with(socket)
+    except TimeoutError:
+        return "open"
+
+
+async def test_a_deactivation_between_sign_in_and_join_closes_the_wiki_socket(
+        monkeypatch: pytest.MonkeyPatch, acme, bob: User) -> None:
+    # Announced before the socket joined the person's group, it could not hear it: the
+    # socket looks once more after joining (found by review).
+    real = wiki_consumers.amembership_of
+
+    async def racing(user: User, team_id: int) -> object:
+        found = await real(user, team_id)
+        await sync_to_async(_deactivate)(user.pk)  # commits before the join
+        return found
+
+    monkeypatch.setattr(wiki_consumers, "amembership_of", racing)
+    socket = WebsocketCommunicator(application, f"/ws/teams/{acme.pk}/wiki/",
+                                   headers=with_session(await signed_in(bob)))
+    assert (await socket.connect(timeout=TIMEOUT))[0]
+    assert await _closed_or_open(socket) == 4401
+
+
+async def test_a_deactivation_between_sign_in_and_join_closes_the_room_socket(
+        monkeypatch: pytest.MonkeyPatch, bob: User, conversation) -> None:
+    real = room_consumers.conversation_for
+
+    def racing(user: User, conversation_id: int) -> object:
+        found = real(user, conversation_id)
+        _deactivate(user.pk)  # commits before the socket joins the person's group
+        return found
+
+    monkeypatch.setattr(room_consumers, "conversation_for", racing)
+    socket = WebsocketCommunicator(application, f"/ws/conversations/{conversation.pk}/",
+                                   headers=with_session(await signed_in(bob)))
+    assert (await socket.connect(timeout=TIMEOUT))[0]
+    assert await _closed_or_open(socket) == 4401
