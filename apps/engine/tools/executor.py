@@ -237,7 +237,8 @@ class StreamingToolExecutor:
 
 
 def _error(call: ToolCall, message: str) -> ToolResultBlock:
-    return ToolResultBlock(tool_use_id=call.id, name=call.name, content=message, is_error=True)
+    return ToolResultBlock(tool_use_id=call.id, name=call.name, content=_shown(message),
+                           is_error=True)
 
 
 def _with_edit_note(result: ToolResultBlock, by: str, arguments: dict[str, Any]
@@ -252,5 +253,22 @@ def _with_edit_note(result: ToolResultBlock, by: str, arguments: dict[str, Any]
 
 
 def _block(call: ToolCall, output: ToolOutput) -> ToolResultBlock:
-    return ToolResultBlock(tool_use_id=call.id, name=call.name, content=output.content,
+    content = output.content
+    if isinstance(content, str):
+        content = _shown(content)
+    else:
+        content = [b.model_copy(update={"text": _shown(b.text)})
+                   if isinstance(b, TextBlock) and _NUL in b.text else b for b in content]
+    return ToolResultBlock(tool_use_id=call.id, name=call.name, content=content,
                            is_error=output.is_error)
+
+
+_NUL = "\x00"
+_NUL_SHOWN = "\u2400"  # SYMBOL FOR NULL
+
+
+def _shown(text: str) -> str:
+    """``text`` with each NUL as ␀: what a shell prints with ``-print0`` or a binary file
+    holds, which no model needs as a control character and a transcript cannot keep (a host
+    storing results in PostgreSQL, whose ``text`` and ``jsonb`` refuse U+0000)."""
+    return text.replace(_NUL, _NUL_SHOWN) if _NUL in text else text

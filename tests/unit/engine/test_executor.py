@@ -17,7 +17,7 @@ from apps.engine.events import (
     ToolResultEvent,
     ToolStarted,
 )
-from apps.engine.messages import ToolCall
+from apps.engine.messages import TextBlock, ToolCall
 from apps.engine.ports import ApprovalDecision
 from apps.engine.tools.base import BaseTool, Concurrency, ToolContext, ToolOutput, ToolSpec
 from apps.engine.tools.executor import StreamingToolExecutor
@@ -88,6 +88,20 @@ class RaisingTool(BaseTool):
         raise RuntimeError("boom")
 
 
+class NulTool(BaseTool):
+    """Prints what ``find -print0`` does, as text or as a text block."""
+
+    spec = ToolSpec(name="Nul", description="test", parameters=SCHEMA,
+                    concurrency=Concurrency.ALWAYS)
+
+    async def invoke(self, ctx: ToolContext) -> ToolOutput:
+        if ctx.arguments["id"] == "blocks":
+            return ToolOutput(content=[TextBlock(text="a\x00b\x00")])
+        if ctx.arguments["id"] == "error":
+            raise ToolError("bad name a\x00b")
+        return ToolOutput(content="a\x00b\x00")
+
+
 class Gate:
     """An approval port that answers from a table and records what it was asked."""
 
@@ -117,6 +131,7 @@ def executor(journal: Journal, events: list[RuntimeEvent], gate: Gate | None = N
         GatedTool("Slow", Concurrency.ALWAYS, journal, timeout_s=timeout_s),
         RaisingTool(),
         LoudTool(),
+        NulTool(),
     ])
 
     async def emit(event: RuntimeEvent) -> None:
@@ -218,6 +233,18 @@ async def test_tool_failures_become_error_results() -> None:
     locked, crashed = await ex.results()
     assert (locked.is_error, locked.text()) == (True, "the file is locked")
     assert crashed.is_error and crashed.text() == "Broken failed: RuntimeError: boom"
+
+
+async def test_a_nul_in_a_result_is_shown_as_the_symbol_for_null() -> None:
+    # find -print0, a binary file: no model needs the control character, and a transcript on
+    # PostgreSQL cannot keep it (text and jsonb refuse U+0000): the run failed there.
+    ex = executor(Journal(), [])
+    for key in ("text", "blocks", "error"):
+        ex.add(call("Nul", key))
+    text, blocks, error = await ex.results()
+    assert text.content == "a\u2400b\u2400"
+    assert blocks.text() == "a\u2400b\u2400"
+    assert error.is_error and error.text().endswith("bad name a\u2400b")
 
 
 async def test_a_tool_past_its_timeout_is_stopped() -> None:
