@@ -315,7 +315,7 @@ CONFAB = {
     "IMAGE_MAX_BYTES": env_int("CONFAB_IMAGE_MAX_BYTES", 10 * 1024 * 1024),
     "IMAGES_PER_MESSAGE": env_int("CONFAB_IMAGES_PER_MESSAGE", 8),
     "WIKI_GIT_BACKENDS": env_int("CONFAB_WIKI_GIT_BACKENDS", 4),  # clones at once per process
-    # The event loop of `manage.py runworker` and `manage.py serve`: uvloop or asyncio
+    # The run workers' event loop (`manage.py runworker`): uvloop or asyncio
     # (apps.common.event_loops).
     "EVENT_LOOP": env_str("CONFAB_EVENT_LOOP", "uvloop"),
     # The offline model server `manage.py serve` starts beside Daphne.
