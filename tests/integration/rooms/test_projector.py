@@ -5,6 +5,8 @@ window."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -38,6 +40,23 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def stored_deltas(conversation: Conversation) -> list[str]:
     return [e.payload["text"] for e in ConversationEvent.objects.filter(
         conversation=conversation, kind="text_delta").order_by("seq")]
+
+
+@contextmanager
+def recorded_hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The qualified names of the functions that hop to a thread (asgiref) in the block."""
+    hops: list[str] = []
+    call = SyncToAsync.__call__
+
+    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(self.func, "__qualname__", "?"))
+        return await call(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__call__", hop)
+    try:
+        yield hops
+    finally:
+        monkeypatch.setattr(SyncToAsync, "__call__", call)
 
 
 async def projected(team: Team, user: User) -> tuple[Conversation, Run, Projector]:
@@ -91,19 +110,11 @@ async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
     # Run start (issue 22): message_started and the first text_delta in one thread hop and
     # one transaction, the row created holding the text; not the start alone, then the delta.
     conversation, run, projector = await projected(acme, alice)
-    hops: list[str] = []
-    call = SyncToAsync.__call__
-
-    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
-        hops.append(getattr(self.func, "__name__", "?"))
-        return await call(self, *args, **kwargs)
-
-    monkeypatch.setattr(SyncToAsync, "__call__", hop)
-    await projector.handle(MessageStarted(message_id="m1"))
-    assert hops == []  # it waits for its first delta, which follows at once
-    await projector.handle(TextDelta(message_id="m1", text="Hel"))
-    assert hops == ["_store_start"]
-    monkeypatch.setattr(SyncToAsync, "__call__", call)
+    with recorded_hops(monkeypatch) as hops:
+        await projector.handle(MessageStarted(message_id="m1"))
+        assert hops == []  # it waits for its first delta, which follows at once
+        await projector.handle(TextDelta(message_id="m1", text="Hel"))
+    assert hops == ["Projector._store_start"]
     kinds = [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
         conversation=conversation).order_by("seq")]
     assert kinds == [(1, "message_started"), (2, "text_delta")]
@@ -143,17 +154,9 @@ async def test_an_event_that_changes_only_the_log_goes_with_the_waiting_deltas(
     await projector.handle(MessageStarted(message_id="m1"))
     await projector.handle(TextDelta(message_id="m1", text="Hel"))  # the start's write
     await projector.handle(TextDelta(message_id="m1", text="lo"))  # waits
-    hops: list[str] = []
-    call = SyncToAsync.__call__
-
-    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
-        hops.append(getattr(self.func, "__qualname__", "?"))
-        return await call(self, *args, **kwargs)
-
-    monkeypatch.setattr(SyncToAsync, "__call__", hop)
-    await projector.handle(ToolCallStarted(message_id="m1", index=0, name="Bash"))
-    await projector.handle(TurnEnded(turn=1))
-    monkeypatch.setattr(SyncToAsync, "__call__", call)
+    with recorded_hops(monkeypatch) as hops:
+        await projector.handle(ToolCallStarted(message_id="m1", index=0, name="Bash"))
+        await projector.handle(TurnEnded(turn=1))
     assert hops == ["_store", "_store"]  # the log writer's, once for each: no Projector._store
     kinds = [(e.seq, e.kind) async for e in ConversationEvent.objects.filter(
         conversation=conversation).order_by("seq")]
@@ -181,16 +184,9 @@ async def test_a_message_keeps_its_calls_usage_and_the_usage_event_only_logs(
     await projector.handle(TextDelta(message_id="m1", text="Hi"))
     await projector.handle(MessageEnded(message_id="m1", usage=usage, message=EngineMessage(
         role="assistant", content="Hi", provider="anthropic")))
-    hops: list[str] = []
-    call = SyncToAsync.__call__
-
-    async def hop(self: SyncToAsync, *args: object, **kwargs: object) -> object:
-        hops.append(getattr(self.func, "__qualname__", "?"))
-        return await call(self, *args, **kwargs)
-
-    monkeypatch.setattr(SyncToAsync, "__call__", hop)
-    await projector.handle(UsageUpdated(usage=usage, context_tokens=15, context_window=200_000))
-    monkeypatch.setattr(SyncToAsync, "__call__", call)
+    with recorded_hops(monkeypatch) as hops:
+        await projector.handle(UsageUpdated(usage=usage, context_tokens=15,
+                                            context_window=200_000))
     assert hops == ["_store"]  # the log writer's
     row = await Message.objects.aget(run=run, engine_id="m1")
     assert row.usage == {"input_tokens": 12, "output_tokens": 3}
