@@ -53,6 +53,13 @@ Where a step's p99 comes from shows by bucketing its latencies by the stamp's ti
 step's first token: while runs stream the p99 stays near 100 ms at 48 conversations; their
 starts and their ends, all within a second of each other here, make the tail.
 
+The machine's own speed drifts: the same build's worker CPU per token has moved by 10-20 %
+within an hour here. Compare two builds in alternating runs, the other one checked out beside
+this one (``git worktree add /tmp/before <commit>``, then ``cd /tmp/before &&
+CONFAB_SHARED=<shared> <this venv>/bin/python -m tests.benchmarks.bench_fanout
+--conversations 64``: the benchmark starts the processes of the tree it runs from), as issue
+20's notes did.
+
 Two things are set for the stack to survive the benchmark, both reported to the project: the
 Redis URL carries ``socket_timeout=30`` (redis-py 8's 5 s default read timeout equals
 channels-redis's 5 s BZPOPMIN: an idle channel layer raises TimeoutError, redis/redis-py#4091),
