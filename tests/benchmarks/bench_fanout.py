@@ -184,8 +184,14 @@ def percentile(values: list[float], q: float) -> float:
 class CpuMeter:
     """CPU time of named process trees over a step, as % of one core (``client`` is this
     process alone: the servers are its children), and ``others``: the rest of the machine,
-    other people's work and the kernel, but also processes of ours that exited during the step
-    (PostgreSQL backends of short-lived connections: ``DATABASE_CONN_MAX_AGE=0``)."""
+    other people's work and the kernel.
+
+    A tree's time is its live processes' own and what each has reaped of its children
+    (``children_user`` and ``children_system``: the kernel adds an exited child's time, its
+    own reaped ones' included, to the parent that waits for it). So a process that exits
+    during the step stays counted in its tree: PostgreSQL's backends end with their
+    connections, and counting live processes alone made the postgres column fall to 0 at
+    some steps (a tree's total shrank; clamped) and their time land in ``others``."""
 
     def __init__(self, pids: dict[str, int]) -> None:
         self.pids = pids
@@ -208,6 +214,8 @@ class CpuMeter:
                 with contextlib.suppress(psutil.Error):
                     times = proc.cpu_times()
                     total += times.user + times.system
+                    if proc.pid != os.getpid():  # this process's children are the servers
+                        total += times.children_user + times.children_system
         except psutil.Error:
             pass
         return total
@@ -225,7 +233,7 @@ class CpuMeter:
 
     def result(self) -> dict[str, float]:
         wall = max(time.monotonic() - self._began, 1e-9)
-        # max(0, ...): a tree's time can shrink when children exit during the step
+        # max(0, ...): a child that exits unreaped, or reaped by a process outside the tree
         ours = {name: max(0.0, 100 * (self._cpu(pid) - self._start[name]) / wall)
                 for name, pid in self.pids.items()}
         busy = 100 * (self._machine_busy() - self._busy) / wall
