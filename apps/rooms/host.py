@@ -17,6 +17,7 @@ answers arrive from the worker consumer (the run's group) and are delivered here
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
@@ -27,7 +28,7 @@ from typing import Any, Literal
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 
 from apps.common.errors import ApplicationError
 from apps.engine.clock import MONOTONIC, Clock
@@ -117,6 +118,17 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
             "last turn. Answer what was asked of you; the rest is context."
         )
     return f"{prompt}\n\n{wiki}" if wiki else prompt
+
+
+@functools.cache
+def _setup_runs() -> QuerySet[Run]:
+    """Runs with what a run's setup reads beside each: its conversation, room, team and
+    starter, the conversation's run before it and whether a message waits. Built once and
+    narrowed with ``filter`` (a clone) for each run: building the joins and the two subqueries
+    took more than half of the query's time in Python (issue 20: 1.2 ms, 0.5 ms prebuilt)."""
+    return (Run.objects.select_related("conversation__room__team", "started_by")
+            .annotate(previous_run=notes_previous_run(),
+                      messages_waiting=Exists(pending_rows(OuterRef("conversation_id")))))
 
 
 def _workspace(conversation: Conversation) -> Path:
@@ -216,10 +228,7 @@ class RunHost:
     def _setup(self) -> _Setup:
         """Everything the run needs from the database and the disk (reads only, and the
         workspace made). Raises SetupError."""
-        run = (Run.objects.select_related("conversation__room__team", "started_by")
-               .annotate(previous_run=notes_previous_run(),
-                         messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))))
-               .filter(pk=self.run_id).first())
+        run = _setup_runs().filter(pk=self.run_id).first()
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation

@@ -11,6 +11,7 @@ deleted leaves the list through one ``room.conversation_removed`` message naming
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.db import transaction
@@ -33,12 +34,15 @@ SIDEBAR_KINDS = frozenset({"run_queued", "run_ended", "title_changed"})
 Row = dict[str, Any]
 
 
-def _rows(conversations: QuerySet[Conversation]) -> QuerySet[Conversation, dict[str, Any]]:
-    """The conversations' sidebar fields (and their room's, archived): values, not model
-    instances (a row is sent at every run's start and end)."""
+@functools.cache
+def _rows() -> QuerySet[Conversation, dict[str, Any]]:
+    """Every conversation's sidebar fields (and its room's, archived): values, not model
+    instances (a row is sent at every run's start and end). Built once and narrowed with
+    ``filter`` (a clone) at each use: building the values with their ``Exists`` cost three
+    times what compiling the narrowed query costs (issue 20: 0.6 ms against 0.15 ms a row)."""
     running = Run.objects.filter(conversation=OuterRef("pk"), status__in=ACTIVE_RUN_STATUSES)
-    return conversations.values("pk", "title", "created_at", "room_id", "archived",
-                                running=Exists(running))
+    return Conversation.objects.values("pk", "title", "created_at", "room_id", "archived",
+                                       running=Exists(running))
 
 
 def _row(conversation: dict[str, Any]) -> Row:
@@ -52,8 +56,7 @@ def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row]
     :data:`SIDEBAR_LIMIT` — and the conversation ``current_id`` after them when it is older —
     and whether the room has more than those. The caller has checked the person is in the
     room's team."""
-    rows = _rows(Conversation.objects.filter(room_id=room_id, archived=False)).order_by(
-        "-created_at", "-id")
+    rows = _rows().filter(room_id=room_id, archived=False).order_by("-created_at", "-id")
     shown = [_row(c) for c in rows[:SIDEBAR_LIMIT + 1]]
     more = len(shown) > SIDEBAR_LIMIT
     shown = shown[:SIDEBAR_LIMIT]
@@ -63,7 +66,7 @@ def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row]
 
 
 def _send(conversation_id: int) -> None:
-    conversation = next(iter(_rows(Conversation.objects.filter(pk=conversation_id))), None)
+    conversation = next(iter(_rows().filter(pk=conversation_id)), None)
     if conversation is None or conversation["archived"]:
         return  # deleted or archived meanwhile: nothing to show
     publish("group_send", room_group(conversation["room_id"]), {
