@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 from django.db import close_old_connections
-from django.db.models import Exists, OuterRef
 from django.test import override_settings
 from django.utils import timezone
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError
+from apps.rooms.host import _setup_runs
 from apps.rooms.models import (
     Conversation,
     ConversationEvent,
@@ -23,8 +23,6 @@ from apps.rooms.models import (
     Run,
     RunStatus,
 )
-from apps.rooms.notes import notes_previous_run
-from apps.rooms.ports import pending_rows
 from apps.rooms.services.events import event_append
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.runs import run_finish, run_stop, runs_sweep
@@ -224,11 +222,8 @@ def test_a_runs_setup_reads_the_run_before_it_and_whether_a_message_waits(
     Message.objects.create(conversation=other, role="user", author=alice, content=[],
                            status=MessageStatus.PENDING)
 
-    def read(run: Run) -> tuple[int | None, bool]:
-        row = (Run.objects.annotate(
-            previous_run=notes_previous_run(),
-            messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))))
-            .get(pk=run.pk))
+    def read(run: Run) -> tuple[int | None, bool]:  # the one query, built once, as the host
+        row = _setup_runs().get(pk=run.pk)
         return row.previous_run, row.messages_waiting
 
     assert read(first) == (None, False)
