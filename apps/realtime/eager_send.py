@@ -14,8 +14,17 @@ nothing is queued (``_SelectorSocketTransport.write``).
 connection is waiting to be sent, ``write`` sends at once, and only what the kernel did not
 take is handed to Twisted's buffer, sent as before. So bytes leave in the order they were
 written, and a connection whose send failed is closed by Twisted's own path (its ``doWrite``
-meets the same error and reports the connection lost) instead of by the writer. A TLS
-connection (``startTLS``) keeps Twisted's ``write``: its bytes go through the TLS layer first.
+meets the same error and reports the connection lost) instead of by the writer. Twisted's
+``write`` stays in charge where sending at once would change what it promises:
+
+- a ``startTLS`` connection: its bytes go through the TLS layer first (whose ciphertext
+  Twisted then buffers); a TLS endpoint's layer sits above the plain connection instead, and
+  its ciphertext is sent at once like any bytes;
+- a pull producer registered (``streaming=False``): Twisted asks it for more only when its
+  buffer empties in ``doWrite``, which a write sent at once never reaches;
+- a connection that sends its own way (``writeSomeData`` overridden: a UNIX socket passes
+  file descriptors with its bytes);
+- a connection being closed or aborted (``abortConnection`` drops what is written after it).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from twisted.internet import tcp
 __all__ = ["install"]
 
 _ORIGINAL = tcp.Connection.write
+_PLAIN_SEND = tcp.Connection.writeSomeData
 
 
 def install() -> None:
@@ -39,10 +49,8 @@ def _write(self: Any, data: bytes) -> None:
     if type(data) is bytes and data and _idle(self):
         try:
             sent = self.socket.send(data)
-        except (BlockingIOError, InterruptedError):
-            sent = 0  # the kernel's buffer is full: Twisted's waits for it
-        except OSError:
-            sent = 0  # the connection broke: Twisted's send meets it and closes it
+        except OSError:  # the kernel's buffer is full (Twisted's write waits for room), or
+            sent = 0  # the connection broke (Twisted's send meets it and closes the connection)
         if sent == len(data):
             return
         data = data[sent:]
@@ -50,9 +58,12 @@ def _write(self: Any, data: bytes) -> None:
 
 
 def _idle(connection: Any) -> bool:
-    """Whether ``connection`` may send now: open for writing, no TLS layer, and none of its
-    bytes waiting in Twisted's buffers (so none can be overtaken)."""
+    """Whether ``connection`` may send now: open for writing, none of its bytes waiting in
+    Twisted's buffers (so none can be overtaken), and none of the cases of the module's
+    docstring."""
     return (connection.connected and not connection.disconnecting
-            and not connection._writeDisconnected and not connection.TLS
+            and not connection._writeDisconnected and not connection._aborting
+            and not connection.TLS and type(connection).writeSomeData is _PLAIN_SEND
+            and (connection.producer is None or connection.streamingProducer)
             and not connection._tempDataBuffer
             and connection.offset == len(connection.dataBuffer))

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 from twisted.internet import main, reactor, tcp
+from twisted.internet.interfaces import IPullProducer
 from twisted.internet.protocol import Protocol
+from zope.interface import implementer
 
 from apps.realtime import eager_send
 
@@ -41,8 +43,8 @@ def _received(peer: socket.socket, size: int, connection: tcp.Connection) -> byt
     return b"".join(chunks)
 
 
-def test_daphne_processes_have_it_installed() -> None:
-    assert tcp.Connection.write is eager_send._write  # installed by apps.realtime's ready()
+def test_it_is_installed_where_django_is_set_up() -> None:
+    assert tcp.Connection.write is eager_send._write  # by apps.realtime's ready()
 
 
 def test_a_write_with_nothing_waiting_leaves_at_once(pair) -> None:
@@ -58,10 +60,15 @@ def test_what_the_kernel_does_not_take_is_sent_later_in_order(pair) -> None:
     connection.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
     big = bytes(range(256)) * 8192  # 2 MiB: more than the socket's buffers hold
     connection.write(big)
+    peer.setblocking(False)
+    first = peer.recv(1 << 20)  # what the kernel took left at once
+    assert 0 < len(first) < len(big)
+    peer.setblocking(True)
     assert connection in reactor.getWriters()  # the rest waits for Twisted's doWrite
     connection.write(b"after")  # must not overtake what waits
     assert connection.dataBuffer or connection._tempDataBuffer
-    assert _received(peer, len(big) + 5, connection) == big + b"after"
+    rest = _received(peer, len(big) + 5 - len(first), connection)
+    assert first + rest == big + b"after"
     assert connection not in reactor.getWriters()
 
 
@@ -84,7 +91,55 @@ def test_a_tls_connection_keeps_twisteds_write(pair) -> None:
 
 
 def test_a_connection_being_closed_buffers_as_twisted_does(pair) -> None:
-    connection, peer = pair
+    connection, _ = pair
     connection.disconnecting = True  # loseConnection: the buffer is flushed, then closed
     connection.write(b"last")
     assert connection._tempDataBuffer == [b"last"]
+
+
+def test_an_aborted_connection_sends_nothing_more(pair) -> None:
+    connection, peer = pair
+    connection.abortConnection()  # drops what is written after it (Twisted's promise)
+    connection.write(b"after-abort")
+    peer.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        peer.recv(100)  # nothing came (the idle reactor has not closed the socket yet)
+    for call in reactor.getDelayedCalls():  # the close abortConnection scheduled
+        if call.func == connection.connectionLost:
+            call.cancel()
+
+
+@implementer(IPullProducer)
+class _Chunks:
+    """A pull producer writing one chunk each time Twisted asks for more."""
+
+    def __init__(self, connection: tcp.Connection, count: int) -> None:
+        self.connection, self.left = connection, count
+
+    def resumeProducing(self) -> None:
+        if self.left:
+            self.left -= 1
+            self.connection.write(b"chunk;")
+
+    def stopProducing(self) -> None:
+        self.left = 0
+
+
+def test_a_pull_producer_is_asked_for_more_as_twisted_does(pair) -> None:
+    connection, peer = pair
+    producer = _Chunks(connection, 20)
+    connection.registerProducer(producer, False)  # asks for the first chunk
+    assert connection._tempDataBuffer == [b"chunk;"]  # waits for doWrite, which asks again
+    assert _received(peer, 20 * 6, connection) == b"chunk;" * 20
+
+
+def test_a_connection_sending_its_own_way_keeps_twisteds_write(pair) -> None:
+    connection, _ = pair
+
+    class Descriptors(tcp.Connection):  # as a UNIX socket's, passing descriptors with bytes
+        def writeSomeData(self, data: bytes) -> int:
+            return super().writeSomeData(data)
+
+    connection.__class__ = Descriptors
+    connection.write(b"x")
+    assert connection._tempDataBuffer == [b"x"]
