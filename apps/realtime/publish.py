@@ -28,7 +28,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from apps.realtime.outage import send_or_drop
+from apps.realtime.outage import send_all_or_drop, send_or_drop
 
 __all__ = ["database_call", "group_send_on_commit", "publish", "send_on_commit"]
 
@@ -93,14 +93,42 @@ async def database_call[**P, R](function: Callable[P, R], /, *args: P.args,
 
 
 async def _deliver(outbox: list[_Send]) -> None:
+    """The outbox's messages: group messages on a layer that pipelines them (the broadcast
+    layer on Redis: ``group_send_many``) in one round trip per layer, in the outbox's order;
+    the rest one destination after another, destinations side by side. A destination's
+    messages always take the same way, so they stay in order."""
+    pipelined: dict[str, list[_Send]] = {}
     by_destination: dict[tuple[str, str, str], list[_Send]] = {}
     for item in outbox:
-        by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
-    results = await asyncio.gather(*(_deliver_all(items) for items in by_destination.values()),
-                                   return_exceptions=True)
+        if item.method == "group_send" and _pipelines(item.layer):
+            pipelined.setdefault(item.layer, []).append(item)
+        else:
+            by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
+    sends = [*(_send_pipelined(layer, items) for layer, items in pipelined.items()),
+             *(_deliver_all(items) for items in by_destination.values())]
+    if len(sends) == 1:  # mostly: no task to gather
+        await sends[0]
+        return
+    results = await asyncio.gather(*sends, return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException):
             raise result
+
+
+def _pipelines(layer: str) -> bool:
+    return hasattr(get_channel_layer(layer), "group_send_many")
+
+
+async def _send_pipelined(layer: str, items: list[_Send]) -> None:
+    """``items`` (group messages) in one ``group_send_many``; a failure other than an outage
+    is raised unless every item is robust (then logged)."""
+    try:
+        await send_all_or_drop(get_channel_layer(layer).group_send_many,
+                               [(item.to, item.message) for item in items])
+    except Exception:
+        if not all(item.robust for item in items):
+            raise
+        logger.exception("a broadcast to %s failed", ", ".join(sorted({i.to for i in items})))
 
 
 async def _deliver_all(items: list[_Send]) -> None:

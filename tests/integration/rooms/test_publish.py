@@ -137,3 +137,58 @@ async def test_a_failed_send_stops_its_destination_and_is_raised_a_robust_one_is
     assert sorted(layer.sent) == [("a", 1), ("b", 1), ("room", 1)]
     assert other.sent == [("a", 9)]  # another layer's group "a" is another destination
     assert "a broadcast to room failed" in caplog.text
+
+
+class PipeliningLayer(FailingLayer):
+    """A layer with ``group_send_many`` (the broadcast layer on Redis): records each call's
+    messages; its one-by-one ``group_send`` must not be used."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pipelines: list[list[tuple[str, int]]] = []
+
+    async def group_send_many(self, sends: list[tuple[str, dict[str, Any]]]) -> None:
+        if any(message.get("fail") for _, message in sends):
+            raise RuntimeError("refused")
+        self.pipelines.append([(group, message["n"]) for group, message in sends])
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        raise AssertionError("a group message of a pipelining layer was sent alone")
+
+
+async def test_a_calls_group_messages_on_a_pipelining_layer_leave_in_one_round_trip(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    default, broadcast = FailingLayer(), PipeliningLayer()
+    layers = {"default": default, "broadcast": broadcast}
+    monkeypatch.setattr(publish, "get_channel_layer", lambda alias: layers[alias])
+
+    def work() -> None:
+        with transaction.atomic():
+            for group, n in (("a", 1), ("b", 1), ("a", 2)):
+                transaction.on_commit(lambda g=group, n=n: publish.publish(
+                    "group_send", g, {"n": n}, layer="broadcast"))
+            send_on_commit("worker", {"n": 1})  # the default layer: one by one
+            transaction.on_commit(lambda: publish.publish(
+                "group_send", "room", {"n": 1}, robust=True, layer="broadcast"))
+
+    await database_call(work)
+    assert broadcast.pipelines == [[("a", 1), ("b", 1), ("a", 2), ("room", 1)]]
+    assert default.sent == [("worker", 1)]
+
+
+async def test_a_failed_pipeline_is_raised_unless_all_its_messages_are_robust(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    broadcast = PipeliningLayer()
+    monkeypatch.setattr(publish, "get_channel_layer", lambda alias: broadcast)
+
+    def work(robust: bool) -> None:
+        with transaction.atomic():
+            for message in ({"n": 1}, {"fail": True}):
+                transaction.on_commit(lambda m=message: publish.publish(
+                    "group_send", "room", m, robust=robust, layer="broadcast"))
+
+    with caplog.at_level(logging.ERROR, logger="apps.realtime.publish"):
+        await database_call(work, True)
+    assert "a broadcast to room failed" in caplog.text
+    with pytest.raises(RuntimeError, match="refused"):
+        await database_call(work, False)
