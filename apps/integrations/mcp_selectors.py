@@ -4,6 +4,7 @@ answers exactly like a missing one (None)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q, QuerySet
 
@@ -14,6 +15,7 @@ __all__ = [
     "CatalogChoice",
     "McpOverview",
     "mcp_catalog_entry",
+    "mcp_server_candidates",
     "team_mcp_overview",
     "team_mcp_server",
     "team_mcp_servers",
@@ -28,6 +30,15 @@ def team_mcp_servers(team: Team) -> list[McpServerConfig]:
     return list(McpServerConfig.objects.filter(
         Q(team=team) | Q(team__isnull=True, catalog=True, pk__in=turned_on), enabled=True,
     ).order_by("name", "pk"))
+
+
+def mcp_server_candidates(team: Any) -> QuerySet[McpServerConfig]:
+    """The enabled servers that may apply to ``team`` (a Team, its id or an ``OuterRef`` to
+    one): its own and every catalog entry, turned on by it or not. A superset of
+    :func:`team_mcp_servers` without its subquery: ``Exists`` of it, annotated on a query
+    that is made anyway, tells a team without servers from one whose list must be read."""
+    return McpServerConfig.objects.filter(Q(team=team) | Q(team__isnull=True, catalog=True),
+                                          enabled=True)
 
 
 def team_mcp_server(team: Team, server_id: int) -> McpServerConfig | None:

@@ -47,6 +47,7 @@ from apps.engine.tools.registry import ToolRegistry
 from apps.integrations.builders import provider_pool, provider_settings, run_settings
 from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
+from apps.integrations.mcp_selectors import mcp_server_candidates
 from apps.realtime.publish import database_call
 from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_previous_run, notes_release, notes_settle
@@ -123,12 +124,16 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
 @functools.cache
 def _setup_runs() -> QuerySet[Run]:
     """Runs with what a run's setup reads beside each: its conversation, room, team and
-    starter, the conversation's run before it and whether a message waits. Built once and
-    narrowed with ``filter`` (a clone) for each run: building the joins and the two subqueries
-    took more than half of the query's time in Python (issue 20: 1.2 ms, 0.5 ms prebuilt)."""
+    starter, the conversation's run before it, whether a message waits and whether an MCP
+    server may apply to the team (most teams have none: their runs skip reading the list, a
+    query of its own). Built once and narrowed with ``filter`` (a clone) for each run:
+    building the joins and the subqueries took more than half of the query's time in Python
+    (issue 20: 1.2 ms, 0.5 ms prebuilt)."""
     return (Run.objects.select_related("conversation__room__team", "started_by")
             .annotate(previous_run=notes_previous_run(),
-                      messages_waiting=Exists(pending_rows(OuterRef("conversation_id")))))
+                      messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))),
+                      mcp_candidates=Exists(mcp_server_candidates(
+                          OuterRef("conversation__room__team_id")))))
 
 
 def _workspace(conversation: Conversation) -> Path:
@@ -247,7 +252,8 @@ class RunHost:
                            max_iterations=settings.CONFAB["MAX_ITERATIONS"])
         mcp_problems: list[WarningEvent] = []
         mcp_servers = (mcp_pool_servers(team, run.started_by, problems=mcp_problems)
-                       if run.purpose == RunPurpose.REPLY else [])  # compacting needs no tools
+                       if run.purpose == RunPurpose.REPLY and run.mcp_candidates
+                       else [])  # compacting needs no tools
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
                       config=config, provider=provider_settings(model.provider),

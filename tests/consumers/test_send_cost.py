@@ -133,10 +133,13 @@ async def test_a_run_makes_one_hop_before_its_model_request(
     # projector stores run_started and turn_started beside the request, not before it
     assert [h for h in at_request["hops"] if h != "Projector._store"] == ["RunHost._begin"]
     assert seen["waits"] == []  # the run's events leave from the loop
-    # in that hop: the run with its conversation, room, team and starter, the run before it
-    # and whether a message waits; the model; the wiki's record; the team's MCP servers; the
-    # history; the claim, which records the run's model
-    assert len(begin["queries"]) == 6, "\n".join(begin["queries"])
+    # in that hop: the run with its conversation, room, team and starter, the run before it,
+    # whether a message waits and whether an MCP server may apply (none here: the team's list
+    # is not read); the model; the wiki's record; the history; the claim, which records the
+    # run's model
+    assert len(begin["queries"]) == 5, "\n".join(begin["queries"])
+    assert not any(q.startswith('SELECT "integrations_mcpserverconfig"')
+                   for q in begin["queries"])
     assert begin["queries"][-1].startswith('UPDATE "rooms_run" SET "status"')
     await client.close()
 

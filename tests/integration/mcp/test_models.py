@@ -9,6 +9,7 @@ from django.db import IntegrityError, connection, transaction
 from apps.accounts.models import Team
 from apps.engine.events import WarningEvent
 from apps.integrations.mcp_builders import mcp_specs
+from apps.integrations.mcp_selectors import mcp_server_candidates, team_mcp_servers
 from apps.integrations.models import McpServerConfig, McpTransport, TeamMcpEnablement
 from tests.integration.mcp.conftest import ENV_SECRET, TOKEN, http_server, time_server
 
@@ -108,6 +109,24 @@ def test_mcp_specs_are_the_teams_enabled_servers_and_enabled_catalog_entries(
     catalog.enabled = False  # staff switched the entry off: no team runs it
     catalog.save()
     assert [spec.name for spec in mcp_specs(acme)] == ["clock"]
+
+
+def test_candidates_hold_every_server_a_team_runs_and_tell_a_team_without_any(
+        acme: Team, globex: Team) -> None:
+    """``mcp_server_candidates``: what a run's setup tests with ``Exists`` before reading the
+    team's list: never without a server the list has, and empty for a team with none."""
+    time_server(acme, "clock")
+    http_server(acme, "off", enabled=False)
+    catalog = time_server(None, "shared")
+    TeamMcpEnablement.objects.create(team=acme, server=catalog)
+    candidates = {t: set(mcp_server_candidates(t).values_list("name", flat=True))
+                  for t in (acme, globex)}
+    assert candidates == {acme: {"clock", "shared"}, globex: {"shared"}}  # globex's: unused
+    for team in (acme, globex):
+        assert {s.name for s in team_mcp_servers(team)} <= candidates[team]
+    catalog.enabled = False
+    catalog.save()
+    assert not mcp_server_candidates(globex.pk).exists()  # its runs skip reading the list
 
 
 def test_a_row_the_engine_cannot_use_is_left_out_with_a_problem(acme: Team) -> None:
