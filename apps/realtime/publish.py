@@ -80,8 +80,8 @@ async def database_call[**P, R](function: Callable[P, R], /, *args: P.args,
                                 **kwargs: P.kwargs) -> R:
     """``database_sync_to_async(function)(*args, **kwargs)``, the messages its commits publish
     sent from the event loop after it returns (or raises): each destination's in order,
-    destinations side by side. Raises what ``function`` raised, else the first non-robust send
-    failure (the others are still sent)."""
+    destinations side by side (:func:`_deliver`). Raises what ``function`` raised, else the
+    first non-robust send failure (the other destinations are still sent)."""
     outbox: list[_Send] = []
     token = _OUTBOX.set(outbox)
     try:
@@ -93,19 +93,26 @@ async def database_call[**P, R](function: Callable[P, R], /, *args: P.args,
 
 
 async def _deliver(outbox: list[_Send]) -> None:
-    """The outbox's messages: group messages on a layer that pipelines them (the broadcast
-    layer on Redis: ``group_send_many``) in one round trip per layer, in the outbox's order;
-    the rest one destination after another, destinations side by side. A destination's
-    messages always take the same way, so they stay in order."""
-    pipelined: dict[str, list[_Send]] = {}
+    """The outbox's messages, each destination's in order, destinations side by side. The
+    group messages on a layer that pipelines them (the broadcast layer on Redis:
+    ``group_send_many``) leave in one round trip per layer, and per kind of failure handling:
+    one for the destinations whose messages must arrive (a failure is raised), one for those
+    whose messages are all robust (a failure is logged). A destination with both kinds, or on
+    another layer, has its messages sent one after another."""
     by_destination: dict[tuple[str, str, str], list[_Send]] = {}
     for item in outbox:
-        if item.method == "group_send" and _pipelines(item.layer):
-            pipelined.setdefault(item.layer, []).append(item)
-        else:
-            by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
-    sends = [*(_send_pipelined(layer, items) for layer, items in pipelined.items()),
-             *(_deliver_all(items) for items in by_destination.values())]
+        by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
+    pipelined = {key for key, items in by_destination.items()
+                 if key[1] == "group_send" and len({item.robust for item in items}) == 1
+                 and _pipelines(key[0])}
+    pipelines: dict[tuple[str, bool], list[_Send]] = {}  # (layer, robust): in outbox order
+    for item in outbox:
+        if (item.layer, item.method, item.to) in pipelined:
+            pipelines.setdefault((item.layer, item.robust), []).append(item)
+    sends = [*(_send_pipelined(layer, robust, items)
+               for (layer, robust), items in pipelines.items()),
+             *(_deliver_all(items) for key, items in by_destination.items()
+               if key not in pipelined)]
     if len(sends) == 1:  # mostly: no task to gather
         await sends[0]
         return
@@ -116,17 +123,24 @@ async def _deliver(outbox: list[_Send]) -> None:
 
 
 def _pipelines(layer: str) -> bool:
-    return hasattr(get_channel_layer(layer), "group_send_many")
+    """Whether the layer ``layer`` sends many group messages in one round trip (False when
+    it cannot be had: sent one by one, its failure is handled per message)."""
+    try:
+        return hasattr(get_channel_layer(layer), "group_send_many")
+    except Exception:
+        return False
 
 
-async def _send_pipelined(layer: str, items: list[_Send]) -> None:
-    """``items`` (group messages) in one ``group_send_many``; a failure other than an outage
-    is raised unless every item is robust (then logged)."""
+async def _send_pipelined(layer: str, robust: bool, items: list[_Send]) -> None:
+    """``items`` (group messages) in one ``group_send_many``: a failure other than an outage
+    is logged when they are robust, else raised. Redis runs every command of a pipeline, so
+    one it refuses does not hold back the others; a message that cannot be encoded fails its
+    pipeline before anything is sent."""
     try:
         await send_all_or_drop(get_channel_layer(layer).group_send_many,
                                [(item.to, item.message) for item in items])
     except Exception:
-        if not all(item.robust for item in items):
+        if not robust:
             raise
         logger.exception("a broadcast to %s failed", ", ".join(sorted({i.to for i in items})))
 

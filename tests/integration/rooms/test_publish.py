@@ -172,23 +172,71 @@ async def test_a_calls_group_messages_on_a_pipelining_layer_leave_in_one_round_t
                 "group_send", "room", {"n": 1}, robust=True, layer="broadcast"))
 
     await database_call(work)
-    assert broadcast.pipelines == [[("a", 1), ("b", 1), ("a", 2), ("room", 1)]]
+    # the events in one round trip, the robust one (a sidebar's) in one of its own
+    assert broadcast.pipelines == [[("a", 1), ("b", 1), ("a", 2)], [("room", 1)]]
     assert default.sent == [("worker", 1)]
 
 
-async def test_a_failed_pipeline_is_raised_unless_all_its_messages_are_robust(
+async def test_a_failed_pipeline_is_raised_unless_its_messages_are_robust(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Robust messages (a room's sidebar) travel in a pipeline of their own: their failure is
+    logged and the others (a conversation's events) still go; a failure of those is raised."""
     broadcast = PipeliningLayer()
     monkeypatch.setattr(publish, "get_channel_layer", lambda alias: broadcast)
 
-    def work(robust: bool) -> None:
+    def work(failing_robust: bool) -> None:
         with transaction.atomic():
-            for message in ({"n": 1}, {"fail": True}):
-                transaction.on_commit(lambda m=message: publish.publish(
-                    "group_send", "room", m, robust=robust, layer="broadcast"))
+            transaction.on_commit(lambda: publish.publish(
+                "group_send", "conv", {"n": 1} if failing_robust else {"fail": True},
+                layer="broadcast"))
+            transaction.on_commit(lambda: publish.publish(
+                "group_send", "room", {"fail": True} if failing_robust else {"n": 1},
+                robust=True, layer="broadcast"))
 
     with caplog.at_level(logging.ERROR, logger="apps.realtime.publish"):
         await database_call(work, True)
+    assert broadcast.pipelines == [[("conv", 1)]]
     assert "a broadcast to room failed" in caplog.text
     with pytest.raises(RuntimeError, match="refused"):
         await database_call(work, False)
+    assert broadcast.pipelines[1:] == [[("room", 1)]]  # the robust one still went
+
+
+async def test_a_destination_with_robust_and_other_messages_keeps_their_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    default, broadcast = FailingLayer(), PipeliningLayer()
+    broadcast.group_send = default.group_send  # type: ignore[method-assign]  # one by one
+    monkeypatch.setattr(publish, "get_channel_layer", lambda alias: broadcast)
+
+    def work() -> None:
+        with transaction.atomic():
+            for n, robust in ((1, False), (2, True), (3, False)):
+                transaction.on_commit(lambda n=n, r=robust: publish.publish(
+                    "group_send", "room", {"n": n}, robust=r, layer="broadcast"))
+
+    await database_call(work)
+    assert default.sent == [("room", 1), ("room", 2), ("room", 3)]
+    assert broadcast.pipelines == []
+
+
+async def test_a_layer_that_cannot_be_had_fails_only_its_messages(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    default = FailingLayer()
+
+    def layer(alias: str) -> Any:
+        if alias == "broken":
+            raise RuntimeError("no such backend")
+        return default
+
+    monkeypatch.setattr(publish, "get_channel_layer", layer)
+
+    def work() -> None:
+        with transaction.atomic():
+            transaction.on_commit(lambda: publish.publish(
+                "group_send", "room", {"n": 1}, robust=True, layer="broken"))
+            group_send_on_commit("conv", {"n": 1})
+
+    with caplog.at_level(logging.ERROR, logger="apps.realtime.publish"):
+        await database_call(work)
+    assert default.sent == [("conv", 1)]
+    assert "a broadcast to room failed" in caplog.text
