@@ -112,8 +112,9 @@ def _store_in_one_statement(conversation_id: int, items: list[tuple[str, dict[st
     message start went there (issue 20). Rows as ``bulk_create`` returns them."""
     now = timezone.now()
     count = len(items)  # seq = new last seq - (count - i) + 1
-    document = "[" + ",".join(f'{{"d":{count - i},"k":{json.dumps(kind)},"p":{json.dumps(payload)}}}'
-                              for i, (kind, payload) in enumerate(items)) + "]"
+    document = "[" + ",".join(
+        f'{{"d":{count - i},"k":{json.dumps(kind)},"p":{json.dumps(payload)}}}'
+        for i, (kind, payload) in enumerate(items)) + "]"
     with connection.cursor() as cursor:
         cursor.execute(_one_statement(), [count, conversation_id, conversation_id, run_id, now,
                                           document])
