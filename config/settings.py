@@ -156,7 +156,9 @@ REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels-redis's layer on pools that wait for a free connection rather than fail
+            # a burst of joins and leaves (apps/realtime/core_layer.py).
+            "BACKEND": "apps.realtime.core_layer.BlockingPoolRedisChannelLayer",
             # socket_timeout above channels-redis's 5 s blocking read: with redis-py's default
             # of 5 s an idle layer times out and closes sockets (redis/redis-py#4091).
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],

@@ -108,7 +108,7 @@ async def redis_layer(settings, redis_url: str) -> AsyncIterator[None]:
     process reads the group with (any layer can be the broadcast layer; this one drops)."""
     prefix = f"tail-{uuid.uuid4().hex[:8]}"
     settings.CHANNEL_LAYERS = {alias: {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "apps.realtime.core_layer.BlockingPoolRedisChannelLayer",
         "CONFIG": {"hosts": [{"address": redis_url, "socket_timeout": 30}],  # as settings
                    "capacity": CAPACITY, "prefix": f"{prefix}-{alias}"}}
         for alias in ("default", BROADCAST)}

@@ -37,7 +37,7 @@ def redis(settings) -> Iterator[RedisServer]:
     with RedisServer() as server:
         hosts = [{"address": server.url, "socket_timeout": 30}]
         settings.CHANNEL_LAYERS = {
-            "default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+            "default": {"BACKEND": "apps.realtime.core_layer.BlockingPoolRedisChannelLayer",
                         "CONFIG": {"hosts": hosts}},
             BROADCAST: {"BACKEND": "apps.realtime.pubsub.PipelinedPubSubChannelLayer",
                         "CONFIG": {"hosts": hosts}}}
