@@ -6,6 +6,7 @@ class RealtimeConfig(AppConfig):
     label = "realtime"
 
     def ready(self) -> None:
-        from apps.realtime.eager_send import install
+        from apps.realtime import eager_send, lazy_log_args
 
-        install()  # Daphne's sockets send frames as they are written (issue 20)
+        eager_send.install()  # Daphne's sockets send frames as they are written (issue 20)
+        lazy_log_args.install()  # ... without building autobahn's debug lines for each
