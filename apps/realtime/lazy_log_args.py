@@ -16,7 +16,6 @@ return a :class:`Deferred` of the call: the same text, made when the log line is
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from autobahn import util
@@ -26,16 +25,16 @@ __all__ = ["Deferred", "install"]
 
 
 class Deferred:
-    """``render(value)`` when turned into text, not before."""
+    """``render(*args)`` when turned into text, not before."""
 
-    __slots__ = ("_render", "_value")
+    __slots__ = ("_args", "_render")
 
-    def __init__(self, render: Callable[[Any], str], value: Any) -> None:
+    def __init__(self, render: Callable[..., str], *args: Any) -> None:
         self._render = render
-        self._value = value
+        self._args = args
 
     def __str__(self) -> str:
-        return self._render(self._value)
+        return self._render(*self._args)
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
@@ -46,7 +45,7 @@ def _hltype(obj: Any) -> Deferred:
 
 
 def _hlval(val: Any, color: str = "white", bold: bool = True) -> Deferred:
-    return Deferred(partial(util.hlval, color=color, bold=bold), val)
+    return Deferred(util.hlval, val, color, bold)
 
 
 def install() -> None:
