@@ -10,9 +10,12 @@ traceback for each (bench_fanout, 64 x 5: 150 of them per step). ``MaxConnection
 ``redis.exceptions.ConnectionError``, so the broadcasts took it for an outage
 (:mod:`apps.realtime.outage`) and dropped messages while Redis was fine.
 
-redis-py's ``BlockingConnectionPool`` is the same pool with a queue: a command that finds every
-connection busy waits for one (``timeout`` seconds, then ``ConnectionError``), and a burst is
-served a hundred at a time instead of failing.
+redis-py's ``BlockingConnectionPool`` is the same pool that waits: a command that finds every
+connection busy waits for one to come back (``timeout`` seconds, then ``ConnectionError``), so
+a burst is served as connections free up instead of failing. The wait is not first come, first
+served (a task that gives a connection back and asks again may get it first), so a pool held
+busy for the whole timeout still fails its waiters; confab's layer users hold a connection for
+one command or a short pipeline, and a process's receives share one blocking read.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ __all__ = ["POOL_MAX_CONNECTIONS", "POOL_TIMEOUT_S", "BlockingPoolRedisChannelLa
 POOL_MAX_CONNECTIONS = 100
 """Connections per pool, redis-py's own default for a pool that does not wait."""
 
-POOL_TIMEOUT_S = 20.0
-"""Seconds a command waits for a free connection before ``ConnectionError`` (redis-py's
-default for ``BlockingConnectionPool``)."""
+POOL_TIMEOUT_S = 5.0
+"""Seconds a command waits for a free connection before ``ConnectionError``: shorter than
+Daphne's ``application_close_timeout`` (10 s), so a disconnect's ``group_discard`` that cannot
+be served fails where it is logged instead of being cancelled unseen (redis-py's own default
+is 20 s)."""
 
 
 class BlockingPoolRedisChannelLayer(RedisChannelLayer):

@@ -10,7 +10,11 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 from redis.exceptions import MaxConnectionsError
 
-from apps.realtime.core_layer import POOL_MAX_CONNECTIONS, BlockingPoolRedisChannelLayer
+from apps.realtime.core_layer import (
+    POOL_MAX_CONNECTIONS,
+    POOL_TIMEOUT_S,
+    BlockingPoolRedisChannelLayer,
+)
 
 POOL = 4
 BURST = 60
@@ -61,7 +65,7 @@ async def test_the_pool_defaults_to_redis_py_size_and_a_timeout(redis_url: str) 
     try:
         pool = layer.connection(0).connection_pool
         assert pool.max_connections == POOL_MAX_CONNECTIONS
-        assert pool.timeout == 20.0
+        assert pool.timeout == POOL_TIMEOUT_S
         assert pool.connection_kwargs["socket_timeout"] == 30  # the rest of the host kept
     finally:
         await layer.close_pools()
