@@ -36,6 +36,8 @@ class Deferred:
     def __str__(self) -> str:
         return self._render(*self._args)
 
+    __repr__ = __str__  # a ``{value!r}`` field reads the same text
+
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
 
