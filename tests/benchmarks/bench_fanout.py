@@ -175,7 +175,8 @@ class Sample:
     def worker_per_fakellm(self) -> float:
         """The worker's CPU per token over fakellm's: fakellm does the same work per token at
         every step, so this ratio holds still while the machine's speed drifts."""
-        return self.worker_us_per_token / self.fakellm_us_per_token
+        fakellm = self.fakellm_us_per_token
+        return self.worker_us_per_token / fakellm if fakellm > 0 else float("nan")
 
     @property
     def pace(self) -> float:
