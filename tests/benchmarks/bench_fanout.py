@@ -54,14 +54,13 @@ step's first token: while runs stream the p99 stays near 100 ms at 48 conversati
 starts and their ends, all within a second of each other here, make the tail.
 
 The machine's own speed drifts: the same build's worker CPU per token has moved from 148 to
-229 µs within an hour here (64 x 5), and fakellm's with it. fakellm does the same work per
+249 µs within 90 minutes here (64 x 5), and fakellm's with it. fakellm does the same work per
 token at every step, so the ratio of the two (``x fakellm``) held still over those runs
 (3.1-3.5): compare it, not the µs, between runs far apart. Compare two builds in alternating
-runs, the other one checked out beside
-this one (``git worktree add /tmp/before <commit>``, then ``cd /tmp/before &&
-CONFAB_SHARED=<shared> <this venv>/bin/python -m tests.benchmarks.bench_fanout
---conversations 64``: the benchmark starts the processes of the tree it runs from), as issue
-20's notes did.
+runs, the other one checked out beside this one (``git worktree add /tmp/before <commit>``,
+then ``cd /tmp/before && CONFAB_SHARED=<shared> <this venv>/bin/python -m
+tests.benchmarks.bench_fanout --conversations 64``: the benchmark starts the processes of the
+tree it runs from), as issue 20's notes did.
 
 Two things are set for the stack to survive the benchmark, both reported to the project: the
 Redis URL carries ``socket_timeout=30`` (redis-py 8's 5 s default read timeout equals
