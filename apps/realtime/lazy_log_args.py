@@ -9,7 +9,7 @@ With debug off the call goes to txaio's no-op, but Python evaluates its argument
 watchers) that was 5 % of Daphne's CPU, about 4 µs of every frame it delivered.
 
 :func:`install` rebinds the two names in ``autobahn.websocket.protocol`` to functions that
-return a :class:`Deferred` of the call: the same text, made when the log line is formatted
+return a :class:`LazyText` of the call: the same text, made when the log line is formatted
 (``str.format`` calls ``str``), so a debug log that is on reads as before.
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 from autobahn import util
 from autobahn.websocket import protocol
 
-__all__ = ["Deferred", "install"]
+__all__ = ["LazyText", "install"]
 
 
-class Deferred:
+class LazyText:
     """``render(*args)`` when turned into text, not before."""
 
     __slots__ = ("_args", "_render")
@@ -42,12 +42,12 @@ class Deferred:
         return format(str(self), spec)
 
 
-def _hltype(obj: Any) -> Deferred:
-    return Deferred(util.hltype, obj)
+def _hltype(obj: Any) -> LazyText:
+    return LazyText(util.hltype, obj)
 
 
-def _hlval(val: Any, color: str = "white", bold: bool = True) -> Deferred:
-    return Deferred(util.hlval, val, color, bold)
+def _hlval(val: Any, color: str = "white", bold: bool = True) -> LazyText:
+    return LazyText(util.hlval, val, color, bold)
 
 
 def install() -> None:

@@ -79,12 +79,12 @@ def test_a_debug_line_reads_as_autobahn_writes_it(server, rendered, debug_lines)
                     f"{util.hlval(ws.peer)}")
 
 
-def test_a_deferred_value_formats_like_its_text() -> None:
+def test_a_lazy_value_formats_like_its_text() -> None:
     value = lazy_log_args._hlval(42, color="green", bold=False)
     assert str(value) == util.hlval(42, color="green", bold=False)
     assert f"[{value:>20}]" == f"[{util.hlval(42, color='green', bold=False):>20}]"
 
 
-def test_a_deferred_value_reads_the_same_in_repr() -> None:
+def test_a_lazy_value_reads_the_same_in_repr() -> None:
     assert repr(lazy_log_args._hltype(WebSocketServerProtocol.sendData)) == util.hltype(
         WebSocketServerProtocol.sendData)
