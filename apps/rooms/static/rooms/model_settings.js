@@ -1,8 +1,10 @@
 // The composer's model and reasoning controls (docs/protocol.md, "Model and reasoning"): the
 // enabled models, and for the chosen one only the controls its configuration declares
 // (`controls`, names of the engine's ReasoningParams fields). A change sends `configure`; what
-// the controls show is always the server's word (the state frame, then settings_changed), so a
-// refused change goes back by itself.
+// the controls show is the server's word (the state frame, then settings_changed), except while
+// this page's latest change is on its way: an echo of an earlier change arriving in between
+// must not undo a later one (nor have the next change send it undone). A refusal puts the
+// server's settings back.
 
 const CHOICES = {
   effort: ["none", "minimal", "low", "medium", "high", "xhigh", "max"],
@@ -43,6 +45,15 @@ function element(tag, props = {}, children = []) {
   return el;
 }
 
+function canonical(reasoning) {
+  // Key order is not part of the settings (the database may store them in another).
+  return JSON.stringify(Object.keys(reasoning).sort().map((k) => [k, reasoning[k]]));
+}
+
+function same(a, b) {
+  return a.model === b.model && canonical(a.reasoning) === canonical(b.reasoning);
+}
+
 function defaultText(model, name) {
   const value = model.defaults[name];
   if (value === undefined) return gettext("default");
@@ -72,12 +83,25 @@ function control(model, name) {
 
 /**
  * Wire `box` (#model-settings, inside the composer) to `store` (its `models` and
- * `conversation.settings`); `send(frame)` sends a `configure` frame. Returns `{ render() }`,
- * called when the store marks `dirty.settings`.
+ * `conversation.settings`); `send(frame)` sends a `configure` frame (false: not sent). Returns
+ * `{ render(), reset() }`: render when the store marks `dirty.settings`; reset on an `error`
+ * frame or a `state` frame, which end what this page was waiting for.
  */
 export function setupModelSettings(box, { store, send }) {
   function settings() {
     return (store.conversation && store.conversation.settings) || { model: null, reasoning: {} };
+  }
+
+  // This page's latest configure ({model, reasoning}) until the server echoes it: shown instead
+  // of the server's settings. The server stores what it accepts as sent (less nulls, which are
+  // never sent) and echoes only a change, so the echo equals it.
+  let pending = null;
+
+  function configure(model, reasoning) {
+    const next = { model, reasoning };
+    if (!send({ type: "configure", ...next })) pending = null; // offline: the server's again
+    else if (!same(next, pending || settings())) pending = next;
+    render();
   }
 
   function chosenReasoning() {
@@ -90,13 +114,22 @@ export function setupModelSettings(box, { store, send }) {
     return reasoning;
   }
 
+  // A control being typed in (a number until its change event) keeps what is typed when
+  // someone's change arrives meanwhile; leaving it unchanged shows the settings again.
+  let editing = null;
+  box.addEventListener("input", (event) => { editing = event.target; });
+  box.addEventListener("focusout", () => {
+    if (editing) { editing = null; render(); }
+  });
+
   box.addEventListener("change", (event) => {
+    editing = null;
     if (!store.canWrite) return;
     if (event.target.id === "model-choice") {
       // Another model's controls differ: its choices start from its defaults.
-      send({ type: "configure", model: Number(event.target.value), reasoning: {} });
-    } else if (event.target.dataset.control && settings().model !== null) {
-      send({ type: "configure", model: settings().model, reasoning: chosenReasoning() });
+      configure(Number(event.target.value), {});
+    } else if (event.target.dataset.control && shown().model !== null) {
+      configure(shown().model, chosenReasoning());
     }
   });
 
@@ -104,13 +137,18 @@ export function setupModelSettings(box, { store, send }) {
     // The server's value of one control (null: the model's default).
     const name = input.dataset.control;
     if (input.type === "checkbox") input.checked = Boolean(reasoning[name] ?? model.defaults[name]);
-    else input.value = reasoning[name] ?? "";
+    else if (input !== editing) input.value = reasoning[name] ?? "";
+  }
+
+  function shown() {
+    if (pending && same(pending, settings())) pending = null; // echoed
+    return pending || settings();
   }
 
   let built = null; // what the controls were built for: the models and the chosen one
   function render() {
     const models = store.models || [];
-    const current = settings();
+    const current = shown();
     const chosen = models.find((m) => m.id === current.model);
     const key = JSON.stringify([models.map((m) => m.id), current.model]);
     box.hidden = models.length === 0;
@@ -126,5 +164,9 @@ export function setupModelSettings(box, { store, send }) {
     if (chosen) box.querySelectorAll("[data-control]").forEach((i) => show(i, chosen, current.reasoning));
   }
 
-  return { render };
+  function reset() {
+    pending = null;
+  }
+
+  return { render, reset };
 }

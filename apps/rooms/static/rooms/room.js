@@ -84,6 +84,7 @@ function start(root) {
   function handleFrame(frame) {
     switch (frame.type) {
       case "state":
+        if (renderer.settingsUi) renderer.settingsUi.reset(); // a reconnect: the server's word
         store.applyState(frame);
         return;
       case "event":
@@ -115,7 +116,9 @@ function start(root) {
         if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
         store.dirty.run = true; // a refused mode switch: the select shows the mode again
-        store.dirty.settings = true; // a refused configure: the controls show the settings again
+        // A refused configure: the controls show the settings again.
+        if (renderer.settingsUi) renderer.settingsUi.reset();
+        store.dirty.settings = true;
         root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled], "
                               + "form.elicitation [disabled]")
           .forEach((el) => { el.disabled = false; });
