@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet
 from django.utils.translation import gettext as _
 from pydantic import ValidationError
 
@@ -134,11 +134,11 @@ def team_models(team: Team) -> QuerySet[ModelConfig]:
 def model_for_team(team: Team) -> ModelConfig | None:
     """The model a run of ``team`` uses: the team's choice while it (and its provider) is
     enabled, else the first enabled model of an enabled provider, else None. The provider is
-    loaded with it (``select_related``)."""
-    usable = usable_models()
-    choice = TeamAIConfig.objects.filter(team=team).values_list("default_model", flat=True)
-    chosen = usable.filter(pk__in=choice).select_related("provider").first()
-    return chosen or usable.select_related("provider").order_by("pk").first()
+    loaded with it (``select_related``). One query, the choice sorted first: every run's
+    setup asks, and a team without a choice cost two."""
+    chosen = Exists(TeamAIConfig.objects.filter(team=team, default_model=OuterRef("pk")))
+    return (usable_models().select_related("provider").alias(chosen=chosen)
+            .order_by(F("chosen").desc(), "pk").first())
 
 
 def model_reads_images(model: ModelConfig) -> bool:

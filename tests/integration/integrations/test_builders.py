@@ -107,9 +107,11 @@ async def test_a_pooled_provider_talks_to_a_real_server() -> None:
 
 # -- a team's model, a run's settings -------------------------------------------------------------
 def test_a_disabled_choice_falls_back_to_the_first_enabled_model(
-    acme: Team, provider: ProviderConfig, model: ModelConfig
+    acme: Team, globex: Team, provider: ProviderConfig, model: ModelConfig
 ) -> None:
     chosen = ModelConfig.objects.create(provider=provider, model_id="vendor-small")
+    TeamAIConfig.objects.create(team=globex, default_model=chosen)
+    assert model_for_team(acme) == model  # another team's choice is not Acme's
     TeamAIConfig.objects.create(team=acme, default_model=chosen)
     assert model_for_team(acme) == chosen
     ModelConfig.objects.filter(pk=chosen.pk).update(enabled=False)
