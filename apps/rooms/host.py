@@ -63,7 +63,6 @@ from apps.rooms.pulse import pulse
 from apps.rooms.services.configure import reasoning_record, run_model
 from apps.rooms.services.events import event_append
 from apps.rooms.services.runs import run_claim, run_finish, run_finish_locked
-from apps.rooms.tail import hwm_publish
 from apps.rooms.titles import DEFAULT_TITLE, title_after_end
 from apps.rooms.transcript import history_of
 from apps.rooms.wiki import RunWiki, wiki_mounts, wiki_prompt
@@ -189,8 +188,8 @@ class RunHost:
     async def host(self, worker: str) -> None:
         """Claim the queued run for ``worker`` (nothing more when another worker won it or it
         ended), run the agent and end the run in the database, whatever happens; one high-water
-        mark of the log follows the end (:mod:`apps.rooms.tail`), and a completed first exchange
-        gets its title (:mod:`apps.rooms.titles`)."""
+        mark of the log follows the end (:meth:`~apps.rooms.pulse.Pulse.mark_after_end`), and a
+        completed first exchange gets its title (:mod:`apps.rooms.titles`)."""
         after_end: list[Coroutine[Any, Any, None]] = []
         try:
             setup = await database_sync_to_async(self._begin)(worker)
@@ -212,8 +211,8 @@ class RunHost:
                 after_end.append(title_after_end(provider_pool.get(setup.provider),
                                                  setup.model, conversation_id))
         if conversation_id is not None:
-            await asyncio.gather(self._mark_after_end(conversation_id),
-                                 self._settle_notes(conversation_id), *after_end)
+            pulse(self.clock).mark_after_end(conversation_id)
+            await asyncio.gather(self._settle_notes(conversation_id), *after_end)
 
     def _begin(self, worker: str) -> _Setup | None:
         """:meth:`_setup`, then the claim, which also records the run's model (one UPDATE),
@@ -354,15 +353,6 @@ class RunHost:
             await projector.close()
             self._streaming = projector.streaming
         return _FINAL.get(runner.status or "failed", RunStatus.FAILED), error_kind, error_message
-
-    async def _mark_after_end(self, conversation_id: int) -> None:
-        """One more mark an interval after the end: the run's last events, and the marks sent
-        with them, may have met the same full inboxes."""
-        await self.clock.sleep(settings.CONFAB["HWM_INTERVAL_S"])
-        try:
-            await hwm_publish(conversation_id)
-        except Exception:  # the sockets' own checks still find the tail
-            logger.exception("run %s: the last high-water mark failed", self.run_id)
 
     async def _settle_notes(self, conversation_id: int) -> None:
         if self._memory is not None:

@@ -11,8 +11,10 @@ times a second, with a thread hop and a query per mark and per heartbeat; here o
 timer serves every run: a tick checks each projector without awaiting it and flushes only the
 due ones (each in its own task, so a slow flush holds back nobody else's), a mark reads every
 conversation's last ``seq`` in one query and sends the marks in one pipelined round trip
-(:func:`~apps.rooms.tail.hwm_publish_all`), a beat is one UPDATE for every run. A timer's task
-starts with its first run and is cancelled with its last, so an idle worker sleeps.
+(:func:`~apps.rooms.tail.hwm_publish_all`), a beat is one UPDATE for every run. A run's last
+mark, one to two intervals after its end, joins the same pass (:meth:`Pulse.mark_after_end`)
+instead of a query of its own. A timer's task starts with its first run and is cancelled with
+its last (the marks' with the last mark after an end), so an idle worker sleeps.
 
 One pulse per event loop (:func:`pulse`): the worker's, and each test's.
 """
@@ -86,6 +88,8 @@ class Pulse:
         self._projectors: set[Projector] = set()
         self._flushes: dict[Projector, asyncio.Task[None]] = {}  # also keeps the tasks alive
         self._conversations: Counter[int] = Counter()
+        self._after_end: dict[int, float] = {}  # conversation: clock time its last mark is due
+        self._clock = clock
         self._beat = _Timer("heartbeat", _seconds("HEARTBEAT_S"), self._beat_all, asyncio.sleep)
         self._tick = _Timer("tick", _seconds("COALESCE_MS", 0.001 / TICKS_PER_WINDOW),
                             self._tick_all, asyncio.sleep)
@@ -118,7 +122,16 @@ class Pulse:
             _forget(self._conversations, projector.conversation_id)
             if not self._projectors:
                 self._tick.stop()
-                self._mark.stop()
+                if not self._after_end:
+                    self._mark.stop()
+
+    def mark_after_end(self, conversation_id: int) -> None:
+        """Send the conversation's mark once more in the first pass at least
+        ``HWM_INTERVAL_S`` from now: its run has ended, and the run's last events, with the
+        marks sent with them, may have met the same full inboxes (:mod:`apps.rooms.tail`)."""
+        self._after_end[conversation_id] = (self._clock.now()
+                                            + settings.CONFAB["HWM_INTERVAL_S"])
+        self._mark.start()
 
     async def _beat_all(self) -> None:
         await database_sync_to_async(runs_heartbeat)(list(self._runs))
@@ -137,7 +150,13 @@ class Pulse:
             del self._flushes[projector]
 
     async def _mark_all(self) -> None:
-        await hwm_publish_all(list(self._conversations))
+        now = self._clock.now()
+        due = [c for c, at in self._after_end.items() if at <= now]
+        for conversation_id in due:
+            del self._after_end[conversation_id]
+        await hwm_publish_all(list(self._conversations.keys() | due))
+        if not self._conversations and not self._after_end:
+            self._mark.stop()  # the last mark after an end: the task ends at its next sleep
 
 
 def _seconds(name: str, unit: float = 1.0) -> Callable[[], float]:

@@ -8,7 +8,7 @@ room would show a run "running" forever. Two things reveal the tail:
 
 - the worker sends the log's last ``seq`` to the conversation's group (``conv.hwm``, the
   high-water mark) every ``HWM_INTERVAL_S`` while a run lasts (:mod:`apps.rooms.pulse`, every
-  hosted conversation at once) and once more after it ended (:mod:`apps.rooms.host`);
+  hosted conversation at once) and once more one to two intervals after it ended;
 - each socket reads the last ``seq`` from the store when its group has been quiet — no
   ``conv.event`` and no ``conv.hwm`` for ``TAIL_CHECK_S`` — while it may have lost something:
   a run is open as far as it knows, or other messages reached it meanwhile (an inbox that was
@@ -26,12 +26,12 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 
 from apps.engine.clock import Clock
-from apps.realtime.broadcast import broadcast_layer, group_send_many
+from apps.realtime.broadcast import group_send_many
 from apps.realtime.groups import HwmEnvelope, conversation_group
 from apps.realtime.outage import send_all_or_drop
-from apps.rooms.services.events import events_last_seq, events_last_seqs
+from apps.rooms.services.events import events_last_seqs
 
-__all__ = ["RUN_OPENS", "TailWatch", "hwm_publish", "hwm_publish_all"]
+__all__ = ["RUN_OPENS", "TailWatch", "hwm_publish_all"]
 
 RUN_OPENS = frozenset({"run_queued", "run_started"})
 """Event kinds after which a run is open (``run_ended`` closes it)."""
@@ -75,17 +75,10 @@ class TailWatch:
         return self.run_open or self.busy
 
 
-async def hwm_publish(conversation_id: int) -> int:
-    """Send the log's last seq (read now) to the conversation's group as ``conv.hwm``; return
-    it. At most once, like every group message: the sockets' own checks back it up."""
-    seq = await database_sync_to_async(events_last_seq)(conversation_id)
-    await broadcast_layer().group_send(conversation_group(conversation_id), _mark(seq))
-    return seq
-
-
 async def hwm_publish_all(conversation_ids: list[int]) -> None:
-    """:func:`hwm_publish` for each conversation: one query, one pipelined round trip
-    (dropped, like other broadcasts, while the layer is down)."""
+    """Send each conversation's last seq (read now) to its group as ``conv.hwm``: one query,
+    one pipelined round trip. At most once, like every group message (dropped while the layer
+    is down): the sockets' own checks back it up."""
     seqs = await database_sync_to_async(events_last_seqs)(conversation_ids)
     await send_all_or_drop(group_send_many, [(conversation_group(conversation_id), _mark(seq))
                                              for conversation_id, seq in seqs.items()])

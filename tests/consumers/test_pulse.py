@@ -151,3 +151,51 @@ async def test_a_failed_beat_is_logged_and_the_next_one_still_comes(
             while (await sync_to_async(Run.objects.get)(pk=run.pk)).heartbeat_at == before:
                 await asyncio.sleep(0.02)
     assert "the worker's heartbeat failed" in caplog.text
+
+
+async def test_an_ended_runs_last_mark_joins_the_pass_an_interval_on_and_then_the_timer_stops(
+        fast, conversation: Conversation, alice: User, statements: list[str]) -> None:
+    ended = await Conversation.objects.acreate(room_id=conversation.room_id, title="Ended",
+                                               created_by=alice)
+    await Conversation.objects.filter(pk=conversation.pk).aupdate(last_seq=7)
+    await Conversation.objects.filter(pk=ended.pk).aupdate(last_seq=4)
+    layer = broadcast_layer()
+    channels = {}
+    for c in (conversation, ended):
+        channels[c.pk] = await layer.new_channel()
+        await layer.group_add(conversation_group(c.pk), channels[c.pk])
+    clock = FakeClock()
+    pulse = Pulse(clock)
+    watched = FakeProjector(conversation.pk)
+    watched.due = False
+    with pulse.watching(watched):
+        await clock.sleeper(clock.now() + 2.0)
+        clock.advance(1.0)
+        pulse.mark_after_end(ended.pk)  # due at 3.0: not in the pass at 2.0
+        clock.advance(1.0)
+        assert await asyncio.wait_for(layer.receive(channels[conversation.pk]), 5) == {
+            "type": "conv.hwm", "seq": 7}
+        with pytest.raises(TimeoutError):  # the same pipeline would have brought it
+            await asyncio.wait_for(layer.receive(channels[ended.pk]), 0.2)
+        await clock.sleeper(clock.now() + 2.0)
+        statements.clear()
+        clock.advance(2.0)
+        marks = {pk: await asyncio.wait_for(layer.receive(channel), 5)
+                 for pk, channel in channels.items()}
+    assert marks == {conversation.pk: {"type": "conv.hwm", "seq": 7},
+                     ended.pk: {"type": "conv.hwm", "seq": 4}}
+    assert len([sql for sql in statements if "last_seq" in sql]) == 1  # one query for both
+    assert pulse._mark.task is None  # nothing more to mark once the run's projector is gone
+
+    pulse.mark_after_end(ended.pk)  # no run left: the timer starts again for this mark alone
+    await clock.sleeper(clock.now() + 2.0)
+    clock.advance(2.0)
+    assert await asyncio.wait_for(layer.receive(channels[ended.pk]), 5) == {
+        "type": "conv.hwm", "seq": 4}
+    for _ in range(100):
+        if pulse._mark.task is None or pulse._mark.task.done():
+            break
+        await asyncio.sleep(0.01)
+    assert pulse._mark.task is None  # it stopped itself after that mark
+    with pytest.raises(TimeoutError):  # and nothing more came
+        await asyncio.wait_for(layer.receive(channels[ended.pk]), 0.2)
