@@ -26,6 +26,7 @@ from django.test import override_settings
 
 from apps.accounts.models import User
 from apps.engine.providers.base import HttpProvider
+from apps.integrations.models import ModelConfig, TeamAIConfig
 from apps.rooms.consumers import ConversationConsumer
 from apps.rooms.host import RunHost
 from apps.rooms.models import Conversation, ConversationEvent
@@ -100,9 +101,15 @@ async def test_a_send_that_starts_a_run_costs_two_hops_and_fixed_queries(
     await client.close()
 
 
+@pytest.mark.parametrize("team_chose", [True, False], ids=["team-choice", "first-usable"])
 async def test_a_run_makes_one_hop_before_its_model_request(
         alice: User, conversation: Conversation, worker: None,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, team_chose: bool) -> None:
+    if not team_chose:  # the model is the first usable one: still one query
+        offline = await ModelConfig.objects.aget(model_id="confab-offline")
+        await ModelConfig.objects.exclude(pk=offline.pk).aupdate(enabled=False)
+        await TeamAIConfig.objects.filter(team_id=conversation.room.team_id).aupdate(
+            default_model=None)
     marking(monkeypatch, RunHost, "host", "host")
     seen = counted(monkeypatch, "host")
     begin = counted(monkeypatch, "begin")
