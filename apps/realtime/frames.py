@@ -30,7 +30,7 @@ Server -> client frames are built by :mod:`apps.realtime.server_frames`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from django.utils.translation import gettext
 from pydantic import (
@@ -50,6 +50,7 @@ from apps.common.validation_errors import error_sentence
 
 __all__ = [
     "CLIENT_FRAME",
+    "CLIENT_FRAME_TYPES",
     "AnswerFrame",
     "ClientFrame",
     "AskAgentFrame",
@@ -224,6 +225,10 @@ ClientFrame = Annotated[
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
+CLIENT_FRAME_TYPES: frozenset[str] = frozenset(
+    get_args(frame.model_fields["type"].annotation)[0]
+    for frame in get_args(get_args(ClientFrame)[0]))
+"""Every client frame's ``type`` (the Literal of each frame of the union)."""
 WRITE_FRAMES = (SendFrame, StopFrame, DecideFrame, AnswerFrame, ElicitFrame, CompactFrame,
                 SetAgentModeFrame, AskAgentFrame, PromptsFrame, RenameFrame, ConfigureFrame)
 

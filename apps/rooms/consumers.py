@@ -37,6 +37,7 @@ from apps.engine.clock import MONOTONIC, Clock
 from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.event_frame import event_frame
 from apps.realtime.frames import (
+    CLIENT_FRAME_TYPES,
     WRITE_FRAMES,
     AnswerFrame,
     AskAgentFrame,
@@ -345,11 +346,12 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             await self._frame(content)
 
     async def _frame(self, content: Any) -> None:
-        sent = _send_client_id(content)
+        sent, refused = _send_client_id(content), _frame_type(content)
         try:
             frame = parse_client_frame(content)
         except (ValidationError, ValueError) as exc:
-            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)), sent)
+            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)), sent,
+                              refused)
             return
         if isinstance(frame, TypingFrame) and not self.typing.ready():
             return  # throttled: dropped before any database work, or a flood delays our sends
@@ -363,14 +365,14 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             return
         if isinstance(frame, WRITE_FRAMES) and not membership.role_enum.can_write:
             await self._error(ApplicationError(ErrorCode.FORBIDDEN, gettext(
-                "Viewers can watch but not take part.")), sent)
+                "Viewers can watch but not take part.")), sent, refused)
             return
         try:
             if conversation is None:  # deleted since connecting
                 raise not_found("conversation")
             await self._dispatch(frame, membership, conversation)
         except ApplicationError as error:
-            await self._error(error, sent)
+            await self._error(error, sent, refused)
 
     def _frame_checks(self) -> tuple[Membership | None, Conversation | None] | None:
         """A frame's lookups in one thread hop: None when the socket's credentials no longer
@@ -443,10 +445,14 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
                 await broadcast_layer().group_send(conversation_group(self.conversation_id),
                                                    {"type": "presence.typing", "user": self.me})
 
-    async def _error(self, error: ApplicationError, client_id: str | None = None) -> None:
-        """The refusal as an ``error`` frame; one of a ``send`` names its ``client_id``, so
-        the client knows which message was not sent (docs/protocol.md)."""
+    async def _error(self, error: ApplicationError, client_id: str | None = None,
+                     refused: str | None = None) -> None:
+        """The refusal as an ``error`` frame, naming the ``type`` of the frame it ``refused``
+        (one of :data:`CLIENT_FRAME_TYPES`), and for a ``send`` its ``client_id``, so the
+        client knows which of its frames was refused (docs/protocol.md)."""
         frame: dict[str, Any] = error.as_frame()
+        if refused is not None:
+            frame["refused"] = refused
         if client_id is not None:
             frame["client_id"] = client_id
         await self.send_json(frame)
@@ -498,6 +504,13 @@ class _Lock(asyncio.Lock):
     def free(self) -> bool:
         """Whether :meth:`acquire` would take the lock at once (no task holds or awaits it)."""
         return not self.locked() and not self._wanting
+
+
+def _frame_type(content: Any) -> str | None:
+    """The ``type`` a client frame names, even one that fails validation, when it is one of
+    :data:`CLIENT_FRAME_TYPES`; None otherwise."""
+    kind = content.get("type") if isinstance(content, dict) else None
+    return kind if isinstance(kind, str) and kind in CLIENT_FRAME_TYPES else None
 
 
 def _send_client_id(content: Any) -> str | None:

@@ -127,6 +127,7 @@ async def test_a_bad_choice_is_invalid_and_nothing_is_stored(
     client, _ = await connect(alice, conversation.pk)
     error = await _configure(client, **sent)
     assert error["type"] == "error" and error["code"] == "invalid" and says in error["message"]
+    assert error["refused"] == "configure"  # the page puts the server's settings back
     stored = await Conversation.objects.aget(pk=conversation.pk)
     assert (stored.model_id, stored.reasoning) == (None, {})
     assert not await ConversationEvent.objects.filter(conversation=conversation,
@@ -173,7 +174,7 @@ async def test_a_viewer_cannot_configure(carol: User, conversation: Conversation
                                          thinker: ModelConfig) -> None:
     client, _ = await connect(carol, conversation.pk)
     error = await _configure(client, model=thinker.pk, reasoning={})
-    assert error["code"] == "forbidden"
+    assert (error["code"], error["refused"]) == ("forbidden", "configure")
     assert (await Conversation.objects.aget(pk=conversation.pk)).model_id is None
     await client.close()
 
@@ -189,7 +190,18 @@ async def test_a_malformed_configure_is_a_bad_frame(alice: User, conversation: C
     client, _ = await connect(alice, conversation.pk)
     await client.send(frame)
     error = await client.until(lambda f: f["type"] == "error")
-    assert error["code"] == "bad_frame"
+    assert (error["code"], error["refused"]) == ("bad_frame", "configure")
+    await client.close()
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "nonsense"}, {"type": ["configure"]}, {"type": {"a": 1}}, ["configure"], "x"])
+async def test_a_frame_of_no_known_type_is_refused_naming_none(
+        alice: User, conversation: Conversation, frame: Any) -> None:
+    client, _ = await connect(alice, conversation.pk)
+    await client.send(frame)
+    error = await client.until(lambda f: f["type"] == "error")
+    assert error["code"] == "bad_frame" and "refused" not in error
     await client.close()
 
 

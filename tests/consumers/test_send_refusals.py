@@ -27,7 +27,8 @@ async def test_a_message_over_the_setting_is_refused_in_plain_words(
         alice: User, conversation, short_limit: int) -> None:
     a, _ = await connect(alice, conversation.pk)
     refused = await _refusal(a, {"type": "send", "client_id": "long1", "text": "y" * 21})
-    assert refused == {"type": "error", "code": "too_large", "client_id": "long1",
+    assert refused == {"type": "error", "code": "too_large", "refused": "send",
+                       "client_id": "long1",
                        "message": "The message is 21 characters long; at most 20 fit in one "
                                   "message. Shorten it or split it."}
     await a.send({"type": "send", "client_id": "ok1", "text": "y" * 20})

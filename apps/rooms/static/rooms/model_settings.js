@@ -84,8 +84,9 @@ function control(model, name) {
 /**
  * Wire `box` (#model-settings, inside the composer) to `store` (its `models` and
  * `conversation.settings`); `send(frame)` sends a `configure` frame (false: not sent). Returns
- * `{ render(), reset() }`: render when the store marks `dirty.settings`; reset on an `error`
- * frame or a `state` frame, which end what this page was waiting for.
+ * `{ render(), heard(event), reset() }`: render when the store marks `dirty.settings`; heard
+ * with each `settings_changed` event as it arrives; reset when the server refused a
+ * `configure` or the socket (re)opened, which end what this page was waiting for.
  */
 export function setupModelSettings(box, { store, send }) {
   function settings() {
@@ -94,14 +95,27 @@ export function setupModelSettings(box, { store, send }) {
 
   // This page's latest configure ({model, reasoning}) until the server echoes it: shown instead
   // of the server's settings. The server stores what it accepts as sent (less nulls, which are
-  // never sent) and echoes only a change, so the echo equals it.
+  // never sent) and echoes only a change, so the echo equals it. Each event is compared as it
+  // arrives: two may land before one render, and the settings can come back to this value
+  // (a change undone) before its own echo.
   let pending = null;
 
   function configure(model, reasoning) {
     const next = { model, reasoning };
-    if (!send({ type: "configure", ...next })) pending = null; // offline: the server's again
-    else if (!same(next, pending || settings())) pending = next;
+    // Not sent (offline): the controls show what is still waited for, or the server's word.
+    if (send({ type: "configure", ...next }) && !same(next, pending || settings())) {
+      pending = next;
+    }
     render();
+  }
+
+  function heard(event) {
+    if (pending && same(pending, event)) pending = null;
+  }
+
+  function reset() {
+    pending = null;
+    store.dirty.settings = true;
   }
 
   function chosenReasoning() {
@@ -141,7 +155,6 @@ export function setupModelSettings(box, { store, send }) {
   }
 
   function shown() {
-    if (pending && same(pending, settings())) pending = null; // echoed
     return pending || settings();
   }
 
@@ -164,9 +177,5 @@ export function setupModelSettings(box, { store, send }) {
     if (chosen) box.querySelectorAll("[data-control]").forEach((i) => show(i, chosen, current.reasoning));
   }
 
-  function reset() {
-    pending = null;
-  }
-
-  return { render, reset };
+  return { render, heard, reset };
 }

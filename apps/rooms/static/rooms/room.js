@@ -75,6 +75,8 @@ function start(root) {
     },
     onOpen: () => {
       socket.send({ type: "sidebar" }); // the room's conversations, then their changes
+      // A configure sent as the last socket died may never have arrived: the server's word.
+      if (renderer.settingsUi) renderer.settingsUi.reset();
       for (const msg of store.unsent()) {
         socket.send(sendFrame(msg.clientId, msg.text, msg.images, msg.attachments, msg.prompt));
       }
@@ -84,11 +86,13 @@ function start(root) {
   function handleFrame(frame) {
     switch (frame.type) {
       case "state":
-        if (renderer.settingsUi) renderer.settingsUi.reset(); // a reconnect: the server's word
         store.applyState(frame);
         return;
       case "event":
         store.applyEvent(frame.event);
+        if (frame.event.kind === "settings_changed" && renderer.settingsUi) {
+          renderer.settingsUi.heard(frame.event);
+        }
         if (frame.event.kind === "mcp_list_changed" && frame.event.list === "prompts"
             && composerUi) composerUi.forgetPrompts(); // the next "/" asks again
         if (frame.event.kind === "conversation_archived"
@@ -116,9 +120,7 @@ function start(root) {
         if (refusedSend(frame)) return;
         store.notice(`error:${frame.code}`, "error", frame.message || frame.code, { replace: true });
         store.dirty.run = true; // a refused mode switch: the select shows the mode again
-        // A refused configure: the controls show the settings again.
-        if (renderer.settingsUi) renderer.settingsUi.reset();
-        store.dirty.settings = true;
+        if (frame.refused === "configure" && renderer.settingsUi) renderer.settingsUi.reset();
         root.querySelectorAll("form.ask-user [disabled], .tool-approval [disabled], "
                               + "form.elicitation [disabled]")
           .forEach((el) => { el.disabled = false; });
