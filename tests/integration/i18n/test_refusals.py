@@ -77,7 +77,8 @@ async def test_a_socket_refusal_speaks_the_language_chosen_at_connect(
     client, _ = await connect(carol, conversation.pk, headers=headers)
     await client.send({"type": "send", "client_id": "v1", "text": "你好"})
     refused = await client.until(lambda f: f["type"] == "error")
-    assert refused == {"type": "error", "code": "forbidden", "client_id": "v1", "message": said}
+    assert refused == {"type": "error", "code": "forbidden", "refused": "send", "client_id": "v1",
+                       "message": said}
     await client.send({"type": "send", "client_id": "v2"})  # a bad frame: later, same language
     assert (await client.until(lambda f: f["type"] == "error"))["code"] == "bad_frame"
     assert not await Message.objects.filter(conversation_id=conversation.pk).aexists()
