@@ -148,7 +148,8 @@ export function setupModelSettings(box, { store, send }) {
   });
 
   function show(input, model, reasoning) {
-    // The server's value of one control (null: the model's default).
+    // The value shown of one control: this page's waiting change, else the server's (null:
+    // the model's default).
     const name = input.dataset.control;
     if (input.type === "checkbox") input.checked = Boolean(reasoning[name] ?? model.defaults[name]);
     else if (input !== editing) input.value = reasoning[name] ?? "";
