@@ -346,12 +346,10 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             await self._frame(content)
 
     async def _frame(self, content: Any) -> None:
-        sent, refused = _send_client_id(content), _frame_type(content)
         try:
             frame = parse_client_frame(content)
         except (ValidationError, ValueError) as exc:
-            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)), sent,
-                              refused)
+            await self._error(ApplicationError(ErrorCode.BAD_FRAME, describe(exc)), content)
             return
         if isinstance(frame, TypingFrame) and not self.typing.ready():
             return  # throttled: dropped before any database work, or a flood delays our sends
@@ -365,14 +363,14 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             return
         if isinstance(frame, WRITE_FRAMES) and not membership.role_enum.can_write:
             await self._error(ApplicationError(ErrorCode.FORBIDDEN, gettext(
-                "Viewers can watch but not take part.")), sent, refused)
+                "Viewers can watch but not take part.")), content)
             return
         try:
             if conversation is None:  # deleted since connecting
                 raise not_found("conversation")
             await self._dispatch(frame, membership, conversation)
         except ApplicationError as error:
-            await self._error(error, sent, refused)
+            await self._error(error, content)
 
     def _frame_checks(self) -> tuple[Membership | None, Conversation | None] | None:
         """A frame's lookups in one thread hop: None when the socket's credentials no longer
@@ -445,15 +443,15 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
                 await broadcast_layer().group_send(conversation_group(self.conversation_id),
                                                    {"type": "presence.typing", "user": self.me})
 
-    async def _error(self, error: ApplicationError, client_id: str | None = None,
-                     refused: str | None = None) -> None:
-        """The refusal as an ``error`` frame, naming the ``type`` of the frame it ``refused``
-        (one of :data:`CLIENT_FRAME_TYPES`), and for a ``send`` its ``client_id``, so the
-        client knows which of its frames was refused (docs/protocol.md)."""
+    async def _error(self, error: ApplicationError, content: Any = None) -> None:
+        """The refusal of ``content`` (the client's frame, as parsed JSON; None: not JSON) as
+        an ``error`` frame naming the frame's ``type`` as ``refused`` (one of
+        :data:`CLIENT_FRAME_TYPES`), and for a ``send`` its ``client_id``, so the client knows
+        which of its frames was refused (docs/protocol.md)."""
         frame: dict[str, Any] = error.as_frame()
-        if refused is not None:
+        if (refused := _frame_type(content)) is not None:
             frame["refused"] = refused
-        if client_id is not None:
+        if (client_id := _send_client_id(content)) is not None:
             frame["client_id"] = client_id
         await self.send_json(frame)
 
@@ -516,7 +514,7 @@ def _frame_type(content: Any) -> str | None:
 def _send_client_id(content: Any) -> str | None:
     """The ``client_id`` of a ``send`` frame, even one that fails validation (a string of at
     most 100 characters, as the frame allows); None for any other frame."""
-    if not isinstance(content, dict) or content.get("type") != "send":
+    if _frame_type(content) != "send":
         return None
     client_id = content.get("client_id")
     return client_id if isinstance(client_id, str) and 0 < len(client_id) <= 100 else None

@@ -57,6 +57,16 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+async def _listening(last_seqs: dict[int, int]) -> dict[int, str]:
+    """Give each conversation its ``last_seq`` and a channel in its group: ``{pk: channel}``."""
+    layer, channels = broadcast_layer(), {}
+    for pk, seq in last_seqs.items():
+        await Conversation.objects.filter(pk=pk).aupdate(last_seq=seq)
+        channels[pk] = await layer.new_channel()
+        await layer.group_add(conversation_group(pk), channels[pk])
+    return channels
+
+
 @pytest.fixture
 def fast(settings) -> None:
     settings.CONFAB = {**settings.CONFAB, "HEARTBEAT_S": 0.05, "COALESCE_MS": 10.0,
@@ -105,13 +115,8 @@ async def test_every_watched_conversation_gets_its_mark_in_one_pass(
         fast, conversation: Conversation, alice: User, statements: list[str]) -> None:
     other = await Conversation.objects.acreate(room_id=conversation.room_id, title="Other",
                                                created_by=alice)
-    await Conversation.objects.filter(pk=conversation.pk).aupdate(last_seq=7)
-    await Conversation.objects.filter(pk=other.pk).aupdate(last_seq=3)
     layer = broadcast_layer()
-    channels = {}
-    for c in (conversation, other):
-        channels[c.pk] = await layer.new_channel()
-        await layer.group_add(conversation_group(c.pk), channels[c.pk])
+    channels = await _listening({conversation.pk: 7, other.pk: 3})
     clock = FakeClock()
     pulse = Pulse(clock)
     projectors = [FakeProjector(conversation.pk), FakeProjector(other.pk)]
@@ -157,13 +162,8 @@ async def test_an_ended_runs_last_mark_joins_the_pass_an_interval_on_and_then_th
         fast, conversation: Conversation, alice: User, statements: list[str]) -> None:
     ended = await Conversation.objects.acreate(room_id=conversation.room_id, title="Ended",
                                                created_by=alice)
-    await Conversation.objects.filter(pk=conversation.pk).aupdate(last_seq=7)
-    await Conversation.objects.filter(pk=ended.pk).aupdate(last_seq=4)
     layer = broadcast_layer()
-    channels = {}
-    for c in (conversation, ended):
-        channels[c.pk] = await layer.new_channel()
-        await layer.group_add(conversation_group(c.pk), channels[c.pk])
+    channels = await _listening({conversation.pk: 7, ended.pk: 4})
     clock = FakeClock()
     pulse = Pulse(clock)
     watched = FakeProjector(conversation.pk)

@@ -157,6 +157,17 @@ def _thinker_in_the_room(confab_server: ConfabServer, people: People, name: str
     return echoes, alice, bob
 
 
+def _tick_after_effort_unechoed(echoes: HeldEchoes, bob: Room) -> Locator:
+    """Bob picks effort "high", then ticks "Web search", both echoes held; the box."""
+    echoes.holding = True
+    _effort(bob).select_option("high")
+    echoes.wait_held(1)
+    search = bob.page.get_by_label("Web search")
+    search.check()
+    echoes.wait_held(2)
+    return search
+
+
 def _effort(room: Room) -> Locator:
     return room.page.locator('#model-settings select[data-control="effort"]')
 
@@ -171,12 +182,7 @@ def test_an_earlier_echo_does_not_undo_a_later_change(
     tick leaves the box ticked, and his next change still carries it. A refused change puts
     the server's settings back."""
     echoes, alice, bob = _thinker_in_the_room(confab_server, people, request.node.name)
-    echoes.holding = True
-    _effort(bob).select_option("high")
-    echoes.wait_held(1)
-    search = bob.page.get_by_label("Web search")
-    search.check()
-    echoes.wait_held(2)
+    search = _tick_after_effort_unechoed(echoes, bob)
     echoes.release(1)  # the effort's echo, sent before the server had the tick
     expect(search).to_be_checked()
 
@@ -259,12 +265,7 @@ def test_another_frames_refusal_keeps_a_change_waiting_for_its_echo(
     """An error that refuses another frame (a bad history cursor) says nothing of Bob's
     configure: the effort's echo arriving after it still leaves his tick on screen."""
     echoes, alice, bob = _thinker_in_the_room(confab_server, people, request.node.name)
-    echoes.holding = True
-    _effort(bob).select_option("high")
-    echoes.wait_held(1)
-    search = bob.page.get_by_label("Web search")
-    search.check()
-    echoes.wait_held(2)
+    search = _tick_after_effort_unechoed(echoes, bob)
     echoes.to_server({"type": "history", "before": "bogus"})
     expect(bob.page.locator("#notices")).to_contain_text("That is not a history cursor.")
     echoes.release(1)
