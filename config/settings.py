@@ -81,6 +81,7 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
+    "apps.common",  # first: Daphne's reactor on the configured event loop (apps/common/apps.py)
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
@@ -89,7 +90,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "ninja",  # serves its Swagger UI assets locally (the CDN page would break our CSP)
-    "apps.common",
     "apps.accounts",
     "apps.integrations",
     "apps.realtime",

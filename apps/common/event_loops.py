@@ -1,27 +1,35 @@
-"""The event loop of the run workers (``manage.py runworker``): uvloop's by default.
+"""The event loop of the run workers (``manage.py runworker``) and of Daphne: uvloop's by
+default.
 
 ``CONFAB["EVENT_LOOP"]`` (``CONFAB_EVENT_LOOP``): ``uvloop`` (the default) or ``asyncio``.
-Daphne's loop is not chosen here: Daphne makes it when it is imported, which Django's app
-registry does (``daphne`` is an installed app), so ``daphne`` and ``manage.py serve`` (with the
-embedded worker) run on asyncio's own loop.
+Daphne runs on Twisted's asyncio reactor, which ``daphne.server`` installs over a loop of its
+own (asyncio's) when it is imported: by the ``daphne`` command line before anything else, and by
+Django's app registry (``daphne`` is an installed app). :func:`install_reactor` installs it over
+the configured loop first: the ``apps.common`` app, listed before ``daphne``, calls it when the
+registry imports it (``manage.py serve``, with the embedded worker on the same loop), and
+``python -m config.daphne`` (Daphne's command line) before Daphne is imported. The plain
+``daphne`` command still runs on asyncio's loop.
 
 Why: a run worker's work is mostly many small socket events — a provider's stream is one read
 per token, each an epoll wake-up, a transport callback and a task step, besides the channel
 layer's and the database thread's wake-ups. uvloop (libuv, with its transports, timers and
 callback queue in C) does that part in a fraction of the time asyncio's Python selector loop
 takes: in ``bench_fanout`` at 64 conversations × 5 watchers the worker's CPU per streamed
-token went down by 5-10 %.
+token went down by 5-10 %. Daphne's work per delivered frame is the same kind (a channel
+layer message read, a task step per socket, a socket write): 7-10 % less of its CPU per frame
+on uvloop there (issue 20).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ["EVENT_LOOPS", "new_event_loop"]
+__all__ = ["EVENT_LOOPS", "install_reactor", "new_event_loop"]
 
 EVENT_LOOPS = ("uvloop", "asyncio")
 """The values ``CONFAB["EVENT_LOOP"]`` may take."""
@@ -32,6 +40,18 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     ``ImproperlyConfigured`` for another name, or for uvloop where it cannot be imported (a
     platform without its wheels: set ``CONFAB_EVENT_LOOP=asyncio``)."""
     return _factory(settings.CONFAB["EVENT_LOOP"])()
+
+
+def install_reactor() -> None:
+    """Install Twisted's asyncio reactor (Daphne's) over a loop of :func:`new_event_loop`;
+    nothing when a reactor is installed already (Twisted allows one per process, and it
+    cannot change once code holds it). Raises ``ImproperlyConfigured`` like
+    :func:`new_event_loop`."""
+    if "twisted.internet.reactor" in sys.modules:
+        return
+    from twisted.internet import asyncioreactor
+
+    asyncioreactor.install(new_event_loop())
 
 
 def _factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:

@@ -4,8 +4,8 @@ A :class:`ProcessStack` shares one environment (``DATABASE_URL`` -> PostgreSQL, 
 -> Redis, a temporary ``CONFAB_DATA_DIR``, shared secrets: see
 :func:`tests.services.django_proc.django_env`) between every process it starts:
 
-- ``start_daphne()``: ``daphne -b 127.0.0.1 -p PORT config.asgi:application``, ready when
-  ``GET /healthz`` answers 200;
+- ``start_daphne()``: ``python -m config.daphne -b 127.0.0.1 -p PORT config.asgi:application``
+  (Daphne on the configured event loop), ready when ``GET /healthz`` answers 200;
 - ``start_worker()``: ``manage.py runworker agent-runs``, ready when that process is blocked
   reading the channel in Redis (so its ASGI application imported and its consumer listens);
 - ``start_fakellm(rate=...)``: ``python -m apps.engine.fakellm``, ready when ``GET /health``
@@ -172,7 +172,7 @@ class ProcessStack:
         """A Daphne process serving ``config.asgi:application``; ready on ``/healthz``."""
         return self._start_listening(
             "daphne", name,
-            lambda port: [sys.executable, "-m", "daphne", "-b", LOOPBACK, "-p", str(port),
+            lambda port: [sys.executable, "-m", "config.daphne", "-b", LOOPBACK, "-p", str(port),
                           *extra_args, "config.asgi:application"],
             "/healthz", timeout)
 

@@ -82,10 +82,16 @@ def run_manage(args: list[str], env: dict[str, str], *, timeout: float = 120,
     return _run([sys.executable, str(ROOT / "manage.py"), *args], env, timeout, check)
 
 
+def run_code(code: str, env: dict[str, str], *, timeout: float = 120,
+             check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run Python ``code`` in a fresh interpreter (Django not set up)."""
+    return _run([sys.executable, "-c", code], env, timeout, check)
+
+
 def run_script(code: str, env: dict[str, str], *, timeout: float = 120,
                check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run Python ``code`` after ``django.setup()`` in a fresh interpreter."""
-    return _run([sys.executable, "-c", PRELUDE + code], env, timeout, check)
+    return run_code(PRELUDE + code, env, timeout=timeout, check=check)
 
 
 def start_script(code: str, env: dict[str, str]) -> subprocess.Popen[str]:

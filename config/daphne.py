@@ -1,0 +1,24 @@
+"""``python -m config.daphne [daphne's arguments]``: Daphne's command line on the event loop
+``CONFAB_EVENT_LOOP`` names (uvloop by default), where the ``daphne`` command runs on asyncio's
+own: the same options, e.g. ``python -m config.daphne -b 0.0.0.0 -p 8000
+config.asgi:application`` (:mod:`apps.common.event_loops`)."""
+
+from __future__ import annotations
+
+import os
+
+
+def main() -> None:
+    """Install Twisted's reactor over the configured loop, then run Daphne's command line,
+    which finds it installed. Exits like ``daphne`` (its argument errors, status 2)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from apps.common.event_loops import install_reactor
+
+    install_reactor()
+    from daphne.cli import CommandLineInterface
+
+    CommandLineInterface.entrypoint()
+
+
+if __name__ == "__main__":
+    main()
