@@ -6,6 +6,7 @@ config.asgi:application`` (:mod:`apps.common.event_loops`)."""
 from __future__ import annotations
 
 import os
+import sys
 
 
 def main() -> None:
@@ -17,6 +18,7 @@ def main() -> None:
     install_reactor()
     from daphne.cli import CommandLineInterface
 
+    sys.argv[0] = "python -m config.daphne"  # its usage line names this command, not daphne.py
     CommandLineInterface.entrypoint()
 
 

@@ -54,5 +54,6 @@ def test_config_daphne_runs_daphnes_command_line_on_the_named_loop(
               "except SystemExit as exit:\n    assert exit.code == 0, exit.code\n")
     env = django_env(data_dir=tmp_path, CONFAB_EVENT_LOOP=name)
     result = run_code(launch + REACTOR_LOOP, env)
-    assert "--websocket_timeout" in result.stdout  # Daphne's usage
+    assert result.stdout.startswith("usage: python -m config.daphne ")  # Daphne's parser,
+    assert "--websocket_timeout" in result.stdout  # named as it was run
     assert result.stdout.strip().splitlines()[-1] == module
