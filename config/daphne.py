@@ -11,11 +11,17 @@ import sys
 
 def main() -> None:
     """Install Twisted's reactor over the configured loop, then run Daphne's command line,
-    which finds it installed. Exits like ``daphne`` (its argument errors, status 2)."""
+    which finds it installed. Exits like ``daphne`` (its argument errors, status 2), and with
+    status 1 and the reason when ``CONFAB_EVENT_LOOP`` cannot be had."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from django.core.exceptions import ImproperlyConfigured
+
     from apps.common.event_loops import install_reactor
 
-    install_reactor()
+    try:
+        install_reactor()
+    except ImproperlyConfigured as exc:
+        sys.exit(f"python -m config.daphne: {exc}")
     from daphne.cli import CommandLineInterface
 
     sys.argv[0] = "python -m config.daphne"  # its usage line names this command, not daphne.py

@@ -317,8 +317,8 @@ CONFAB = {
     "IMAGE_MAX_BYTES": env_int("CONFAB_IMAGE_MAX_BYTES", 10 * 1024 * 1024),
     "IMAGES_PER_MESSAGE": env_int("CONFAB_IMAGES_PER_MESSAGE", 8),
     "WIKI_GIT_BACKENDS": env_int("CONFAB_WIKI_GIT_BACKENDS", 4),  # clones at once per process
-    # The run workers' event loop (`manage.py runworker`): uvloop or asyncio
-    # (apps.common.event_loops).
+    # The event loop of the run workers (`manage.py runworker`) and of Daphne (`manage.py
+    # serve`, `python -m config.daphne`): uvloop or asyncio (apps.common.event_loops).
     "EVENT_LOOP": env_str("CONFAB_EVENT_LOOP", "uvloop"),
     # The offline model server `manage.py serve` starts beside Daphne.
     "FAKELLM_URL": env_str("CONFAB_FAKELLM_URL", "http://127.0.0.1:8001"),

@@ -8,7 +8,8 @@ Django's app registry (``daphne`` is an installed app). :func:`install_reactor` 
 the configured loop first: the ``apps.common`` app, listed before ``daphne``, calls it when the
 registry imports it (``manage.py serve``, with the embedded worker on the same loop), and
 ``python -m config.daphne`` (Daphne's command line) before Daphne is imported. The plain
-``daphne`` command still runs on asyncio's loop.
+``daphne`` command still runs on asyncio's loop, as does a process whose setting cannot be had
+(a command that serves says why; the others, ``migrate`` and the like, have no loop to run).
 
 Why: a run worker's work is mostly many small socket events — a provider's stream is one read
 per token, each an epoll wake-up, a transport callback and a task step, besides the channel
@@ -23,8 +24,10 @@ on uvloop there (issue 20).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -43,15 +46,19 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 def install_reactor() -> None:
-    """Install Twisted's asyncio reactor (Daphne's) over a loop of :func:`new_event_loop`;
-    nothing when a reactor is installed already (Twisted allows one per process, and it
-    cannot change once code holds it). Raises ``ImproperlyConfigured`` like
-    :func:`new_event_loop`."""
+    """Install Twisted's asyncio reactor (Daphne's) over a loop of :func:`new_event_loop`,
+    whose thread pool has ``ASGI_THREADS`` threads when that is set (as Daphne gives its own
+    loop: ``daphne.server``); nothing when a reactor is installed already (Twisted allows one
+    per process, and it cannot change once code holds it). Raises ``ImproperlyConfigured``
+    like :func:`new_event_loop`, installing nothing."""
     if "twisted.internet.reactor" in sys.modules:
         return
     from twisted.internet import asyncioreactor
 
-    asyncioreactor.install(new_event_loop())
+    loop = new_event_loop()
+    if "ASGI_THREADS" in os.environ:
+        loop.set_default_executor(ThreadPoolExecutor(int(os.environ["ASGI_THREADS"])))
+    asyncioreactor.install(loop)
 
 
 def _factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:

@@ -1,7 +1,7 @@
 """A stopping run worker closes its warm MCP servers and provider clients before its loop ends
 (:mod:`apps.rooms.shutdown`), in both places a worker runs: ``runworker``'s loop
 (:class:`ClosingWorker`, on both event loops it may run on: :mod:`apps.common.event_loops`) and
-Daphne's reactor (``manage.py serve``'s embedded worker, on asyncio's loop).
+Daphne's reactor (``manage.py serve``'s embedded worker, on the same configured loop).
 
 Each case runs in a fresh interpreter that warms one pooled server (the SDK test server with two
 ``sleep`` helpers, found in /proc by their marker) and one provider, is sent SIGTERM as a
@@ -66,7 +66,7 @@ report()
 """
 
 DAPHNE = WARM + """
-from daphne.server import Server  # installs Twisted's asyncio reactor
+from daphne.server import Server  # its reactor: apps.common's, over the configured loop
 from twisted.internet import reactor
 from apps.rooms.shutdown import close_before_reactor_shutdown
 from config.asgi import application

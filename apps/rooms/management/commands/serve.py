@@ -18,7 +18,10 @@ from typing import Any
 
 import httpx2
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.common.event_loops import new_event_loop
 
 FAKELLM_START_S = 30.0
 _PR_SET_PDEATHSIG = 1
@@ -92,7 +95,11 @@ class Command(BaseCommand):
         raise CommandError(f"the offline model server did not start on {health}")
 
     def _serve(self, options: dict[str, Any]) -> None:
-        from daphne.server import Server  # installs Twisted's asyncio reactor
+        try:  # apps.common installed Daphne's reactor over it, unless it cannot be had
+            new_event_loop().close()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        from daphne.server import Server
 
         from config.asgi import application
 
