@@ -1,14 +1,20 @@
 """The sweeper, once per process: runs whose worker died are marked interrupted, and queued runs
-nobody claimed are dispatched again or failed (``services.runs.runs_sweep``)."""
+nobody claimed are dispatched again or failed (``services.runs.runs_sweep``).
+
+A sweep's broadcasts (the runs' ends, the sidebar, ``run.start``) leave from the event loop once
+it returns (:func:`~apps.realtime.publish.database_call`), never from the database thread: sent
+from there (``async_to_sync``) they held the thread until the loop ran them, and a process
+stopping meanwhile (``manage.py serve`` on Ctrl-C) never exited, its shutdown joining a thread
+that waited for a loop that had stopped."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
+from apps.realtime.publish import database_call
 from apps.rooms.services.runs import runs_sweep
 
 __all__ = ["ensure_sweeper", "sweep_forever"]
@@ -22,7 +28,7 @@ async def sweep_forever() -> None:
     pause = max(settings.CONFAB["STALE_AFTER_S"] / 2, 0.5)
     while True:
         try:
-            touched = await database_sync_to_async(runs_sweep)()
+            touched = await database_call(runs_sweep)
             if touched:
                 logger.info("sweeper: runs %s", touched)
         except Exception:

@@ -3,16 +3,20 @@ gaps or repeats under concurrency, follow-up runs for waiting messages, and the 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import AsyncToSync, sync_to_async
 from django.db import close_old_connections
 from django.test import override_settings
 from django.utils import timezone
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError
+from apps.realtime.broadcast import broadcast_layer
+from apps.realtime.groups import conversation_group
 from apps.rooms.host import _setup_runs
 from apps.rooms.models import (
     Conversation,
@@ -26,6 +30,7 @@ from apps.rooms.models import (
 from apps.rooms.services.events import event_append
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.runs import run_finish, run_stop, runs_sweep
+from apps.rooms.sweeper import sweep_forever
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -236,3 +241,37 @@ def test_a_runs_setup_reads_the_run_before_it_and_whether_a_message_waits(
     Message.objects.create(conversation=conversation, role="user", author=alice, content=[],
                            status=MessageStatus.PENDING)
     assert read(third) == (second.pk, True)
+
+
+@override_settings(CONFAB={**__import__("django.conf").conf.settings.CONFAB,
+                           "STALE_AFTER_S": 30})
+async def test_the_sweepers_broadcasts_leave_from_the_loop_not_the_database_thread(
+        alice, conversation, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database thread waiting on the loop (``async_to_sync``) hung a process stopped
+    mid-sweep: its shutdown joined the thread, whose loop had stopped."""
+    @sync_to_async
+    def silent_run() -> None:  # its worker died: the sweep ends it
+        message_post(conversation=conversation, membership=member(alice, conversation),
+                     text="go", client_id="a")
+        Run.objects.filter(conversation=conversation).update(
+            status=RunStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(minutes=5))
+
+    await silent_run()
+    waits: list[str] = []
+    wait = AsyncToSync.__call__
+
+    def waited(self: AsyncToSync, *args: object, **kwargs: object) -> object:
+        waits.append(getattr(self.awaitable, "__qualname__", "?"))
+        return wait(self, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncToSync, "__call__", waited)
+    layer = broadcast_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(conversation_group(conversation.pk), channel)
+    sweeping = asyncio.create_task(sweep_forever())  # sweeps first, then sleeps
+    try:
+        heard = await asyncio.wait_for(layer.receive(channel), 10)
+    finally:
+        sweeping.cancel()
+    assert heard["kind"] == "run_ended"  # broadcast, and after its commit
+    assert waits == []
