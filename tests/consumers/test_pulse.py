@@ -26,10 +26,10 @@ class FakeProjector:
     """What the pulse uses of a projector: its ids, ``tick_due`` and ``tick`` (here counted,
     and held until ``release`` is set when ``slow``)."""
 
-    def __init__(self, conversation_id: int, *, slow: bool = False) -> None:
+    def __init__(self, conversation_id: int, *, slow: bool = False, due: bool = True) -> None:
         self.conversation_id = conversation_id
         self.run_id = conversation_id
-        self.due = True
+        self.due = due
         self.slow = slow
         self.release = asyncio.Event()
         self.ticks = 0
@@ -57,14 +57,24 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-async def _listening(last_seqs: dict[int, int]) -> dict[int, str]:
-    """Give each conversation its ``last_seq`` and a channel in its group: ``{pk: channel}``."""
+async def _listening(conversation: Conversation, alice: User) -> tuple[int, dict[int, str]]:
+    """A second conversation in ``conversation``'s room; the two get last seqs 7 and 4 and a
+    channel each in their groups: ``(the second's pk, {pk: channel})``."""
+    other = await Conversation.objects.acreate(room_id=conversation.room_id, title="Other",
+                                               created_by=alice)
     layer, channels = broadcast_layer(), {}
-    for pk, seq in last_seqs.items():
+    for pk, seq in ((conversation.pk, 7), (other.pk, 4)):
         await Conversation.objects.filter(pk=pk).aupdate(last_seq=seq)
         channels[pk] = await layer.new_channel()
         await layer.group_add(conversation_group(pk), channels[pk])
-    return channels
+    return other.pk, channels
+
+
+async def _marks(channels: dict[int, str]) -> dict[int, object]:
+    """The next message each channel hears: ``{pk: message}``."""
+    layer = broadcast_layer()
+    return {pk: await asyncio.wait_for(layer.receive(channel), 5)
+            for pk, channel in channels.items()}
 
 
 @pytest.fixture
@@ -99,8 +109,7 @@ async def test_a_tick_flushes_the_due_projectors_and_a_slow_one_holds_back_no_ot
     settings.CONFAB = {**settings.CONFAB, "COALESCE_MS": 10_000.0}
     pulse = Pulse()
     settings.CONFAB = {**settings.CONFAB, "COALESCE_MS": 10.0}  # read at each tick
-    slow, quick, idle = FakeProjector(1, slow=True), FakeProjector(2), FakeProjector(3)
-    idle.due = False
+    slow, quick, idle = FakeProjector(1, slow=True), FakeProjector(2), FakeProjector(3, due=False)
     with pulse.watching(slow), pulse.watching(quick), pulse.watching(idle):
         await asyncio.sleep(0.15)  # some fifteen ticks
         assert slow.ticks == 1  # still flushing: not flushed again meanwhile
@@ -113,23 +122,17 @@ async def test_a_tick_flushes_the_due_projectors_and_a_slow_one_holds_back_no_ot
 
 async def test_every_watched_conversation_gets_its_mark_in_one_pass(
         fast, conversation: Conversation, alice: User, statements: list[str]) -> None:
-    other = await Conversation.objects.acreate(room_id=conversation.room_id, title="Other",
-                                               created_by=alice)
-    layer = broadcast_layer()
-    channels = await _listening({conversation.pk: 7, other.pk: 3})
+    other, channels = await _listening(conversation, alice)
     clock = FakeClock()
     pulse = Pulse(clock)
-    projectors = [FakeProjector(conversation.pk), FakeProjector(other.pk)]
-    for projector in projectors:
-        projector.due = False
+    projectors = [FakeProjector(conversation.pk, due=False), FakeProjector(other, due=False)]
     statements.clear()
     with pulse.watching(projectors[0]), pulse.watching(projectors[1]):
         await clock.sleeper(clock.now() + 2.0)
         clock.advance(2.0)
-        marks = {pk: await asyncio.wait_for(layer.receive(channel), 5)
-                 for pk, channel in channels.items()}
+        marks = await _marks(channels)
     assert marks == {conversation.pk: {"type": "conv.hwm", "seq": 7},
-                     other.pk: {"type": "conv.hwm", "seq": 3}}
+                     other: {"type": "conv.hwm", "seq": 4}}
     assert len([sql for sql in statements if "last_seq" in sql]) == 1
 
 
@@ -160,37 +163,33 @@ async def test_a_failed_beat_is_logged_and_the_next_one_still_comes(
 
 async def test_an_ended_runs_last_mark_joins_the_pass_an_interval_on_and_then_the_timer_stops(
         fast, conversation: Conversation, alice: User, statements: list[str]) -> None:
-    ended = await Conversation.objects.acreate(room_id=conversation.room_id, title="Ended",
-                                               created_by=alice)
+    ended, channels = await _listening(conversation, alice)
     layer = broadcast_layer()
-    channels = await _listening({conversation.pk: 7, ended.pk: 4})
     clock = FakeClock()
     pulse = Pulse(clock)
-    watched = FakeProjector(conversation.pk)
-    watched.due = False
+    watched = FakeProjector(conversation.pk, due=False)
     with pulse.watching(watched):
         await clock.sleeper(clock.now() + 2.0)
         clock.advance(1.0)
-        pulse.mark_after_end(ended.pk)  # due at 3.0: not in the pass at 2.0
+        pulse.mark_after_end(ended)  # due at 3.0: not in the pass at 2.0
         clock.advance(1.0)
         assert await asyncio.wait_for(layer.receive(channels[conversation.pk]), 5) == {
             "type": "conv.hwm", "seq": 7}
         with pytest.raises(TimeoutError):  # the same pipeline would have brought it
-            await asyncio.wait_for(layer.receive(channels[ended.pk]), 0.2)
+            await asyncio.wait_for(layer.receive(channels[ended]), 0.2)
         await clock.sleeper(clock.now() + 2.0)
         statements.clear()
         clock.advance(2.0)
-        marks = {pk: await asyncio.wait_for(layer.receive(channel), 5)
-                 for pk, channel in channels.items()}
+        marks = await _marks(channels)
     assert marks == {conversation.pk: {"type": "conv.hwm", "seq": 7},
-                     ended.pk: {"type": "conv.hwm", "seq": 4}}
+                     ended: {"type": "conv.hwm", "seq": 4}}
     assert len([sql for sql in statements if "last_seq" in sql]) == 1  # one query for both
     assert pulse._mark.task is None  # nothing more to mark once the run's projector is gone
 
-    pulse.mark_after_end(ended.pk)  # no run left: the timer starts again for this mark alone
+    pulse.mark_after_end(ended)  # no run left: the timer starts again for this mark alone
     await clock.sleeper(clock.now() + 2.0)
     clock.advance(2.0)
-    assert await asyncio.wait_for(layer.receive(channels[ended.pk]), 5) == {
+    assert await asyncio.wait_for(layer.receive(channels[ended]), 5) == {
         "type": "conv.hwm", "seq": 4}
     for _ in range(100):
         if pulse._mark.task is None or pulse._mark.task.done():
@@ -198,4 +197,4 @@ async def test_an_ended_runs_last_mark_joins_the_pass_an_interval_on_and_then_th
         await asyncio.sleep(0.01)
     assert pulse._mark.task is None  # it stopped itself after that mark
     with pytest.raises(TimeoutError):  # and nothing more came
-        await asyncio.wait_for(layer.receive(channels[ended.pk]), 0.2)
+        await asyncio.wait_for(layer.receive(channels[ended]), 0.2)
