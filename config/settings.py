@@ -164,10 +164,10 @@ if REDIS_URL:
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                        "capacity": 1500, "expiry": 60},
         },
-        # Conversation and room groups: one PUBLISH per message (a write's pipelined), one
+        # Conversation and room groups: one PUBLISH per message (a write's in one command), one
         # delivery per process (apps/realtime/broadcast.py, apps/realtime/pubsub.py).
         "broadcast": {
-            "BACKEND": "apps.realtime.pubsub.PipelinedPubSubChannelLayer",
+            "BACKEND": "apps.realtime.pubsub.BatchedPubSubChannelLayer",
             "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         },
     }

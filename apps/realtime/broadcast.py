@@ -40,8 +40,8 @@ def broadcast_layer() -> Any:
 
 async def group_send_many(sends: list[tuple[str, dict[str, Any]]]) -> None:
     """``group_send(group, message)`` on the broadcast layer for each ``(group, message)``, in
-    order: one pipelined round trip on Redis
-    (:class:`~apps.realtime.pubsub.PipelinedPubSubChannelLayer`), one after another on a
+    order: one command on Redis
+    (:class:`~apps.realtime.pubsub.BatchedPubSubChannelLayer`), one after another on a
     layer without ``group_send_many``. Raises what the layer raises."""
     layer = broadcast_layer()
     send_many = getattr(layer, "group_send_many", None)

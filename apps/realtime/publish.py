@@ -94,7 +94,7 @@ async def database_call[**P, R](function: Callable[P, R], /, *args: P.args,
 
 async def _deliver(outbox: list[_Send]) -> None:
     """The outbox's messages, each destination's in order, destinations side by side. The
-    group messages on a layer that pipelines them (the broadcast layer on Redis:
+    group messages on a layer that batches them (the broadcast layer on Redis:
     ``group_send_many``) leave in one round trip per layer, and per kind of failure handling:
     one for the destinations whose messages must arrive (a failure is raised), one for those
     whose messages are all robust (a failure is logged). A destination with both kinds, or on
@@ -102,17 +102,17 @@ async def _deliver(outbox: list[_Send]) -> None:
     by_destination: dict[tuple[str, str, str], list[_Send]] = {}
     for item in outbox:
         by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
-    pipelined = {key for key, items in by_destination.items()
+    batched = {key for key, items in by_destination.items()
                  if key[1] == "group_send" and len({item.robust for item in items}) == 1
-                 and _pipelines(key[0])}
-    pipelines: dict[tuple[str, bool], list[_Send]] = {}  # (layer, robust): in outbox order
+                 and _batches(key[0])}
+    batches: dict[tuple[str, bool], list[_Send]] = {}  # (layer, robust): in outbox order
     for item in outbox:
-        if (item.layer, item.method, item.to) in pipelined:
-            pipelines.setdefault((item.layer, item.robust), []).append(item)
-    sends = [*(_send_pipelined(layer, robust, items)
-               for (layer, robust), items in pipelines.items()),
+        if (item.layer, item.method, item.to) in batched:
+            batches.setdefault((item.layer, item.robust), []).append(item)
+    sends = [*(_send_batched(layer, robust, items)
+               for (layer, robust), items in batches.items()),
              *(_deliver_all(items) for key, items in by_destination.items()
-               if key not in pipelined)]
+               if key not in batched)]
     if len(sends) == 1:  # mostly: no task to gather
         await sends[0]
         return
@@ -122,7 +122,7 @@ async def _deliver(outbox: list[_Send]) -> None:
             raise result
 
 
-def _pipelines(layer: str) -> bool:
+def _batches(layer: str) -> bool:
     """Whether the layer ``layer`` sends many group messages in one round trip (False when
     it cannot be had: sent one by one, its failure is handled per message)."""
     try:
@@ -131,11 +131,10 @@ def _pipelines(layer: str) -> bool:
         return False
 
 
-async def _send_pipelined(layer: str, robust: bool, items: list[_Send]) -> None:
+async def _send_batched(layer: str, robust: bool, items: list[_Send]) -> None:
     """``items`` (group messages) in one ``group_send_many``: a failure other than an outage
-    is logged when they are robust, else raised. Redis runs every command of a pipeline, so
-    one it refuses does not hold back the others; a message that cannot be encoded fails its
-    pipeline before anything is sent."""
+    is logged when they are robust, else raised. A message that cannot be encoded fails the
+    batch before anything is sent."""
     try:
         await send_all_or_drop(get_channel_layer(layer).group_send_many,
                                [(item.to, item.message) for item in items])

@@ -1,23 +1,25 @@
 """The broadcast layer's ``group_send_many`` on a real Redis (issue 20): every message reaches
 its group's subscribers, each group's in the order given, as ``group_send`` would deliver them
-one by one; and while Redis is down it raises, for the caller to drop the messages."""
+one by one, in one command (a script Redis caches, loaded again when its cache was emptied);
+and while Redis is down it raises, for the caller to drop the messages."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from apps.realtime.pubsub import PipelinedPubSubChannelLayer
+from apps.realtime.pubsub import BatchedPubSubChannelLayer
 from tests.services.redis import RedisServer
 
 
-def layer_on(url: str) -> PipelinedPubSubChannelLayer:
-    return PipelinedPubSubChannelLayer(hosts=[{"address": url, "socket_timeout": 30}])
+def layer_on(url: str) -> BatchedPubSubChannelLayer:
+    return BatchedPubSubChannelLayer(hosts=[{"address": url, "socket_timeout": 30}])
 
 
-async def heard(layer: PipelinedPubSubChannelLayer, channel: str, count: int) -> list[str]:
+async def heard(layer: BatchedPubSubChannelLayer, channel: str, count: int) -> list[str]:
     return [(await asyncio.wait_for(layer.receive(channel), 10))["text"] for _ in range(count)]
 
 
@@ -49,3 +51,36 @@ async def test_while_redis_is_down_it_raises() -> None:
         with pytest.raises((RedisConnectionError, OSError)):
             await layer.group_send_many([("pipe.a", {"type": "x", "text": "down"})])
         await layer.flush()
+
+
+async def commands(url: str) -> dict[str, int]:
+    """Redis's count of calls per command (``INFO commandstats``)."""
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
+
+
+async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache(
+        redis_url: str) -> None:
+    sender, receiver = layer_on(redis_url), layer_on(redis_url)
+    channel = await receiver.new_channel()
+    await receiver.group_add("batch.a", channel)
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        await client.script_flush()  # as after a restart: EVALSHA answers NOSCRIPT
+        await sender.group_send_many([("batch.a", {"type": "x", "text": "first"})])
+        before = await commands(redis_url)
+        await sender.group_send_many([("batch.a", {"type": "x", "text": f"m{i}"})
+                                      for i in range(50)])
+        after = await commands(redis_url)
+        assert await heard(receiver, channel, 51) == ["first", *(f"m{i}" for i in range(50))]
+        sent = {name: after[name] - before.get(name, 0) for name in after
+                if name in ("evalsha", "eval") and after[name] != before.get(name, 0)}
+        assert sent == {"evalsha": 1}  # the 50 PUBLISHes ran inside the cached script
+    finally:
+        await client.aclose()
+        await sender.flush()
+        await receiver.flush()

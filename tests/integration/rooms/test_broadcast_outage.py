@@ -39,7 +39,7 @@ def redis(settings) -> Iterator[RedisServer]:
         settings.CHANNEL_LAYERS = {
             "default": {"BACKEND": "apps.realtime.core_layer.BlockingPoolRedisChannelLayer",
                         "CONFIG": {"hosts": hosts}},
-            BROADCAST: {"BACKEND": "apps.realtime.pubsub.PipelinedPubSubChannelLayer",
+            BROADCAST: {"BACKEND": "apps.realtime.pubsub.BatchedPubSubChannelLayer",
                         "CONFIG": {"hosts": hosts}}}
         channel_layers.backends.clear()
         yield server
