@@ -21,17 +21,28 @@ _ENGINE_STATUS = {MessageStatus.CANCELLED: "cancelled", MessageStatus.ERROR: "er
 
 def engine_message(row: Message) -> EngineMessage:
     """The engine's form of a stored message (a person's message keeps its author)."""
+    return _engine_message(*(getattr(row, name) for name in _ENGINE_FIELDS))
+
+
+_ENGINE_FIELDS = ("role", "content", "author_id", "author_name", "reasoning_content",
+                  "provider", "model", "status")
+"""The columns :func:`_engine_message` takes, in its order."""
+
+
+def _engine_message(role: str, content: list[Any], author_id: int | None, author_name: str,
+                    reasoning_content: str | None, provider: str, model: str,
+                    status: str) -> EngineMessage:
     author = None
-    if row.role == "user" and row.author_name:
-        author = Author(id=str(row.author_id or row.author_name), name=row.author_name)
+    if role == "user" and author_name:
+        author = Author(id=str(author_id or author_name), name=author_name)
     return EngineMessage(
-        role=row.role,  # type: ignore[arg-type]
-        content=row.content,
+        role=role,  # type: ignore[arg-type]
+        content=content,
         author=author,
-        reasoning_content=row.reasoning_content,
-        provider=row.provider or None,  # type: ignore[arg-type]
-        model=row.model or None,
-        status=_ENGINE_STATUS.get(row.status, "complete"),  # type: ignore[arg-type]
+        reasoning_content=reasoning_content,
+        provider=provider or None,  # type: ignore[arg-type]
+        model=model or None,
+        status=_ENGINE_STATUS.get(status, "complete"),  # type: ignore[arg-type]
     )
 
 
@@ -45,9 +56,11 @@ def history_rows(conversation_id: int) -> QuerySet[Message]:
 
 def history_of(conversation_id: int) -> list[EngineMessage]:
     """The history the model sees (:func:`history_rows`) in the engine's form, with its
-    images' bytes."""
-    return with_image_data(conversation_id,
-                           [engine_message(row) for row in history_rows(conversation_id)])
+    images' bytes. Read as the columns the engine's form takes, not as Message instances:
+    building those (some twenty fields each, the search text among them) was two fifths of
+    reading a long history, which every run's setup does (60 messages: 3.1 -> 1.8 ms of CPU)."""
+    rows = history_rows(conversation_id).values_list(*_ENGINE_FIELDS)
+    return with_image_data(conversation_id, [_engine_message(*row) for row in rows])
 
 
 def message_fields(message: EngineMessage) -> dict[str, Any]:
