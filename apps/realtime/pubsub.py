@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 from channels_redis.pubsub import RedisPubSubChannelLayer
@@ -30,9 +31,9 @@ class BatchedPubSubChannelLayer(RedisPubSubChannelLayer):
 
     async def group_send_many(self, sends: list[tuple[str, dict[str, Any]]]) -> None:
         """``group_send(group, message)`` for each ``(group, message)``, in order, as one
-        command per shard (:data:`PUBLISH_EACH`). Raises what redis-py raises
-        (``redis.exceptions.ConnectionError`` while Redis is down); some messages may have been
-        published then."""
+        command per shard (:data:`PUBLISH_EACH`; a large batch as a few). Raises what redis-py
+        raises (``redis.exceptions.ConnectionError`` while Redis is down); some messages may
+        have been published then."""
         layer = self._get_layer()  # the event loop's own connections
         by_shard: dict[Any, list[tuple[str, bytes]]] = {}
         for group, message in sends:
@@ -46,24 +47,48 @@ class BatchedPubSubChannelLayer(RedisPubSubChannelLayer):
             await asyncio.gather(*(_publish(shard, items) for shard, items in by_shard.items()))
 
 
-PUBLISH_EACH = ("for i = 1, #KEYS do redis.call('PUBLISH', KEYS[i], ARGV[i]) end "
-                "return #KEYS")
-"""The script: ``PUBLISH KEYS[i] ARGV[i]`` for each ``i``, in order (the channels are its keys,
-as Redis asks of the names a script touches)."""
+PUBLISH_EACH = ("for i = 1, #ARGV, 2 do redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end "
+                "return #ARGV / 2")
+"""The script: ``PUBLISH ARGV[i] ARGV[i + 1]`` for each pair of arguments, in order (channels
+are not keys: the script declares none)."""
 _PUBLISH_EACH_SHA = hashlib.sha1(PUBLISH_EACH.encode()).hexdigest()
+
+COMMAND_BYTES = 1024 * 1024
+"""At most this much data per script call (a larger message goes alone). While a script runs
+Redis writes to no subscriber, so a whole batch piles up in each subscriber's output buffer,
+and one over the ``pubsub`` limit (32 MiB by default) disconnects the subscriber and loses
+the batch (a pipeline of ``PUBLISH``es let Redis write between them)."""
+COMMAND_MESSAGES = 1000
+"""At most this many messages per script call (Redis caps a command's arguments)."""
 
 
 async def _publish(shard: Any, items: list[tuple[str, bytes]]) -> None:
-    """``PUBLISH`` each ``(channel, data)`` on one shard in one command: ``EVALSHA`` of
-    :data:`PUBLISH_EACH`, or ``EVAL`` when Redis has not cached the script (its first use since
-    Redis started, or after ``SCRIPT FLUSH``; ``EVAL`` caches it). Under the shard's lock, like
-    its own ``publish``: its subscribe and flush hold it too."""
-    channels = [channel for channel, _ in items]
-    data = [message for _, message in items]
+    """``PUBLISH`` each ``(channel, data)`` on one shard, in order, a command per
+    :func:`_commands` slice: ``EVALSHA`` of :data:`PUBLISH_EACH`, or ``EVAL`` when Redis has
+    not cached the script (its first use since Redis started, or after ``SCRIPT FLUSH``;
+    ``EVAL`` caches it). Under the shard's lock, like its own ``publish``: its subscribe and
+    flush hold it too."""
     async with shard._lock:
         shard._ensure_redis()
         redis = shard._redis
-        try:
-            await redis.evalsha(_PUBLISH_EACH_SHA, len(items), *channels, *data)
-        except NoScriptError:
-            await redis.eval(PUBLISH_EACH, len(items), *channels, *data)
+        for arguments in _commands(items):
+            try:
+                await redis.evalsha(_PUBLISH_EACH_SHA, 0, *arguments)
+            except NoScriptError:
+                await redis.eval(PUBLISH_EACH, 0, *arguments)
+
+
+def _commands(items: list[tuple[str, bytes]]) -> Iterator[list[str | bytes]]:
+    """``items`` as the arguments of consecutive script calls (``channel, data, channel,
+    data...``), each within :data:`COMMAND_BYTES` and :data:`COMMAND_MESSAGES`."""
+    arguments: list[str | bytes] = []
+    size = 0
+    for channel, data in items:
+        if arguments and (size + len(data) > COMMAND_BYTES
+                          or len(arguments) >= 2 * COMMAND_MESSAGES):
+            yield arguments
+            arguments, size = [], 0
+        arguments += (channel, data)
+        size += len(data)
+    if arguments:
+        yield arguments

@@ -175,7 +175,7 @@ async def test_an_ended_runs_last_mark_joins_the_pass_an_interval_on_and_then_th
         clock.advance(1.0)
         assert await asyncio.wait_for(layer.receive(channels[conversation.pk]), 5) == {
             "type": "conv.hwm", "seq": 7}
-        with pytest.raises(TimeoutError):  # the same pipeline would have brought it
+        with pytest.raises(TimeoutError):  # the same batch would have brought it
             await asyncio.wait_for(layer.receive(channels[ended]), 0.2)
         await clock.sleeper(clock.now() + 2.0)
         statements.clear()

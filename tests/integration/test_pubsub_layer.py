@@ -84,3 +84,30 @@ async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache(
         await client.aclose()
         await sender.flush()
         await receiver.flush()
+
+
+async def test_a_large_batch_goes_as_several_commands_that_a_subscriber_keeps_up_with(
+        redis_url: str) -> None:
+    """40 MiB in one script call would pile up past a subscriber's output buffer limit (32
+    MiB) while the script runs: Redis would disconnect it and the batch would be lost."""
+    sender, receiver = layer_on(redis_url), layer_on(redis_url)
+    channel = await receiver.new_channel()
+    await receiver.group_add("batch.big", channel)
+    big = [("batch.big", {"type": "x", "text": f"{i:03}" + "x" * 100_000}) for i in range(400)]
+    small = [("batch.big", {"type": "x", "text": f"s{i}"}) for i in range(2500)]
+    try:
+        await sender.group_send_many([("batch.big", {"type": "x", "text": "warm"})])
+        before = await commands(redis_url)
+        await sender.group_send_many(big)
+        middle = await commands(redis_url)
+        await sender.group_send_many(small)
+        after = await commands(redis_url)
+        got = await heard(receiver, channel, 1 + len(big) + len(small))
+        assert [t[:3] for t in got[1:401]] == [f"{i:03}" for i in range(400)]
+        assert got[401:] == [f"s{i}" for i in range(2500)]
+        by_bytes = middle["evalsha"] - before["evalsha"]
+        assert 38 <= by_bytes <= 41  # ~39 MiB in calls of at most COMMAND_BYTES
+        assert after["evalsha"] - middle["evalsha"] == 3  # COMMAND_MESSAGES each
+    finally:
+        await sender.flush()
+        await receiver.flush()

@@ -139,26 +139,26 @@ async def test_a_failed_send_stops_its_destination_and_is_raised_a_robust_one_is
     assert "a broadcast to room failed" in caplog.text
 
 
-class PipeliningLayer(FailingLayer):
+class BatchingLayer(FailingLayer):
     """A layer with ``group_send_many`` (the broadcast layer on Redis): records each call's
     messages; its one-by-one ``group_send`` must not be used."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.pipelines: list[list[tuple[str, int]]] = []
+        self.batches: list[list[tuple[str, int]]] = []
 
     async def group_send_many(self, sends: list[tuple[str, dict[str, Any]]]) -> None:
         if any(message.get("fail") for _, message in sends):
             raise RuntimeError("refused")
-        self.pipelines.append([(group, message["n"]) for group, message in sends])
+        self.batches.append([(group, message["n"]) for group, message in sends])
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        raise AssertionError("a group message of a pipelining layer was sent alone")
+        raise AssertionError("a group message of a batching layer was sent alone")
 
 
-async def test_a_calls_group_messages_on_a_pipelining_layer_leave_in_one_round_trip(
+async def test_a_calls_group_messages_on_a_batching_layer_leave_in_one_round_trip(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    default, broadcast = FailingLayer(), PipeliningLayer()
+    default, broadcast = FailingLayer(), BatchingLayer()
     layers = {"default": default, "broadcast": broadcast}
     monkeypatch.setattr(publish, "get_channel_layer", lambda alias: layers[alias])
 
@@ -173,15 +173,15 @@ async def test_a_calls_group_messages_on_a_pipelining_layer_leave_in_one_round_t
 
     await database_call(work)
     # the events in one round trip, the robust one (a sidebar's) in one of its own
-    assert broadcast.pipelines == [[("a", 1), ("b", 1), ("a", 2)], [("room", 1)]]
+    assert broadcast.batches == [[("a", 1), ("b", 1), ("a", 2)], [("room", 1)]]
     assert default.sent == [("worker", 1)]
 
 
-async def test_a_failed_pipeline_is_raised_unless_its_messages_are_robust(
+async def test_a_failed_batch_is_raised_unless_its_messages_are_robust(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """Robust messages (a room's sidebar) travel in a pipeline of their own: their failure is
+    """Robust messages (a room's sidebar) travel in a batch of their own: their failure is
     logged and the others (a conversation's events) still go; a failure of those is raised."""
-    broadcast = PipeliningLayer()
+    broadcast = BatchingLayer()
     monkeypatch.setattr(publish, "get_channel_layer", lambda alias: broadcast)
 
     def work(failing_robust: bool) -> None:
@@ -195,16 +195,16 @@ async def test_a_failed_pipeline_is_raised_unless_its_messages_are_robust(
 
     with caplog.at_level(logging.ERROR, logger="apps.realtime.publish"):
         await database_call(work, True)
-    assert broadcast.pipelines == [[("conv", 1)]]
+    assert broadcast.batches == [[("conv", 1)]]
     assert "a broadcast to room failed" in caplog.text
     with pytest.raises(RuntimeError, match="refused"):
         await database_call(work, False)
-    assert broadcast.pipelines[1:] == [[("room", 1)]]  # the robust one still went
+    assert broadcast.batches[1:] == [[("room", 1)]]  # the robust one still went
 
 
 async def test_a_destination_with_robust_and_other_messages_keeps_their_order(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    default, broadcast = FailingLayer(), PipeliningLayer()
+    default, broadcast = FailingLayer(), BatchingLayer()
     broadcast.group_send = default.group_send  # type: ignore[method-assign]  # one by one
     monkeypatch.setattr(publish, "get_channel_layer", lambda alias: broadcast)
 
@@ -216,7 +216,7 @@ async def test_a_destination_with_robust_and_other_messages_keeps_their_order(
 
     await database_call(work)
     assert default.sent == [("room", 1), ("room", 2), ("room", 3)]
-    assert broadcast.pipelines == []
+    assert broadcast.batches == []
 
 
 async def test_a_layer_that_cannot_be_had_fails_only_its_messages(
