@@ -45,6 +45,7 @@ from apps.engine.tools.builtin.wiki import WIKI_SERVICE
 from apps.engine.tools.defaults import default_tools
 from apps.engine.tools.registry import ToolRegistry
 from apps.integrations.builders import provider_pool, provider_settings, run_settings
+from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
 from apps.integrations.mcp_selectors import mcp_server_candidates
@@ -237,7 +238,11 @@ class RunHost:
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation
-        model, chosen = run_model(conversation)  # the conversation's choice, else the team's
+        try:
+            model, chosen = run_model(conversation)  # the conversation's choice, else the team's
+        except DecryptionError as exc:  # its provider's API key, read with it
+            raise SetupError(f"The model's provider cannot be used: {exc}. A site admin "
+                             "enters its API key again.") from exc
         if model is None:
             raise SetupError("No model is configured: a site admin adds a provider and a "
                              "model, and the team chooses its default.")
