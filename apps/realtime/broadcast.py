@@ -40,7 +40,7 @@ def broadcast_layer() -> Any:
 
 async def group_send_many(sends: list[tuple[str, dict[str, Any]]]) -> None:
     """``group_send(group, message)`` on the broadcast layer for each ``(group, message)``, in
-    order: one command on Redis
+    order: one command on Redis, a few for a large batch
     (:class:`~apps.realtime.pubsub.BatchedPubSubChannelLayer`), one after another on a
     layer without ``group_send_many``. Raises what the layer raises."""
     layer = broadcast_layer()

@@ -95,7 +95,7 @@ async def database_call[**P, R](function: Callable[P, R], /, *args: P.args,
 async def _deliver(outbox: list[_Send]) -> None:
     """The outbox's messages, each destination's in order, destinations side by side. The
     group messages on a layer that batches them (the broadcast layer on Redis:
-    ``group_send_many``) leave in one round trip per layer, and per kind of failure handling:
+    ``group_send_many``) leave in one batch per layer, and per kind of failure handling:
     one for the destinations whose messages must arrive (a failure is raised), one for those
     whose messages are all robust (a failure is logged). A destination with both kinds, or on
     another layer, has its messages sent one after another."""
@@ -123,7 +123,7 @@ async def _deliver(outbox: list[_Send]) -> None:
 
 
 def _batches(layer: str) -> bool:
-    """Whether the layer ``layer`` sends many group messages in one round trip (False when
+    """Whether the layer ``layer`` sends many group messages in one batch (False when
     it cannot be had: sent one by one, its failure is handled per message)."""
     try:
         return hasattr(get_channel_layer(layer), "group_send_many")

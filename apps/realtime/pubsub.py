@@ -1,15 +1,16 @@
-"""channels-redis's pub/sub layer with many group messages in one round trip (issue 20).
+"""channels-redis's pub/sub layer with many group messages in one command (issue 20).
 
 The run worker's log writer broadcasts every conversation whose flush joined a write, a few
 dozen group messages every ``COALESCE_MS``. The layer's ``group_send`` is one ``PUBLISH`` and
 one round trip each, under the shard connection's lock, so a write's messages went to Redis one
 after another: a socket write, a read of the reply and the event loop's turn in between, each
 (bench_fanout: a tenth of the worker's main thread in ``sendmsg`` alone). :meth:`group_send_many`
-sends them as one command instead: a Lua script that ``PUBLISH``es each message, in the order
-given, so a conversation's events still reach its group in ``seq`` order. A pipeline of
-``PUBLISH``es (one write, one read) still cost redis-py a packed command and a parsed reply per
-message: 64 messages took 1.2 ms of the sender's CPU, the script 0.28 ms (``EVALSHA``, one
-reply; Redis runs scripts since 2.6, and ``PUBLISH`` is allowed in them).
+sends them as one command instead (a few for a batch over :data:`COMMAND_BYTES` or
+:data:`COMMAND_MESSAGES`): a Lua script that ``PUBLISH``es each message, in the order given,
+so a conversation's events still reach its group in ``seq`` order. A pipeline of ``PUBLISH``es
+(one write, one read) still cost redis-py a packed command and a parsed reply per message: 64
+messages took 1.2 ms of the sender's CPU, the script 0.28 ms (``EVALSHA``, one reply; Redis
+runs scripts since 2.6, and ``PUBLISH`` is allowed in them).
 """
 
 from __future__ import annotations
@@ -55,11 +56,13 @@ _PUBLISH_EACH_SHA = hashlib.sha1(PUBLISH_EACH.encode()).hexdigest()
 
 COMMAND_BYTES = 1024 * 1024
 """At most this much data per script call (a larger message goes alone). While a script runs
-Redis writes to no subscriber, so a whole batch piles up in each subscriber's output buffer,
-and one over the ``pubsub`` limit (32 MiB by default) disconnects the subscriber and loses
-the batch (a pipeline of ``PUBLISH``es let Redis write between them)."""
+Redis writes to no subscriber, so a whole call piles up in each subscriber's output buffer;
+one over the ``pubsub`` limit (32 MiB by default) disconnected a subscriber that was keeping
+up, and its batch was lost. Between calls Redis writes to the subscribers, as it did between
+the PUBLISHes of a pipeline. (A subscriber that stops reading still falls behind past the
+limit, whoever publishes.)"""
 COMMAND_MESSAGES = 1000
-"""At most this many messages per script call (Redis caps a command's arguments)."""
+"""At most this many messages per script call: Redis runs nothing else while a script runs."""
 
 
 async def _publish(shard: Any, items: list[tuple[str, bytes]]) -> None:

@@ -6,7 +6,7 @@ commit per flush, and the broadcast (``on_commit`` -> ``async_to_sync(group_send
 thread while Redis answered. Here every flush waiting while the thread is busy joins the next
 write: one transaction for all of them (conversation rows locked in id order, so two workers
 never deadlock), then, from the event loop and only after the commit, every event's
-``group_send`` in one round trip (:func:`~apps.realtime.broadcast.group_send_many`),
+``group_send`` in one batch (:func:`~apps.realtime.broadcast.group_send_many`),
 each conversation's events in ``seq`` order. A flush returns once its events are stored *and*
 broadcast, so the projector's next event cannot overtake them on the wire. While the channel
 layer is down the broadcast is dropped, not the run: the events are stored with their seqs, and
@@ -288,8 +288,8 @@ def _store_in_a_transaction(write: _Round) -> dict[int, int]:
 
 
 async def _broadcast(batches: list[_Batch]) -> None:
-    """Send the stored batches' events, each conversation's in seq order: one round
-    trip for the whole write, not one per event. Dropped while the layer is down; any other
+    """Send the stored batches' events, each conversation's in seq order: one batch
+    for the whole write, not one per event. Dropped while the layer is down; any other
     failure fails every batch's write (the run ends visibly)."""
     sends = [(conversation_group(batch.conversation_id), dict(envelope))
              for batch in batches for envelope in batch.envelopes]

@@ -10,7 +10,7 @@ over a run whose heartbeat is stale). Three tasks per run made 64 runs wake the 
 times a second, with a thread hop and a query per mark and per heartbeat; here one task per
 timer serves every run: a tick checks each projector without awaiting it and flushes only the
 due ones (each in its own task, so a slow flush holds back nobody else's), a mark reads every
-conversation's last ``seq`` in one query and sends the marks in one round trip
+conversation's last ``seq`` in one query and sends the marks in one batch
 (:func:`~apps.rooms.tail.hwm_publish_all`), a beat is one UPDATE for every run. A run's last
 mark, one to two intervals after its end, joins the same pass (:meth:`Pulse.mark_after_end`)
 instead of a query of its own. A timer's task starts with its first run and is cancelled with

@@ -77,7 +77,7 @@ class TailWatch:
 
 async def hwm_publish_all(conversation_ids: list[int]) -> None:
     """Send each conversation's last seq (read now) to its group as ``conv.hwm``: one query,
-    one round trip. At most once, like every group message (dropped while the layer
+    one batch. At most once, like every group message (dropped while the layer
     is down): the sockets' own checks back it up."""
     seqs = await database_sync_to_async(events_last_seqs)(conversation_ids)
     await send_all_or_drop(group_send_many, [(conversation_group(conversation_id), _mark(seq))

@@ -1,7 +1,7 @@
 """The broadcast layer's ``group_send_many`` on a real Redis (issue 20): every message reaches
 its group's subscribers, each group's in the order given, as ``group_send`` would deliver them
-one by one, in one command (a script Redis caches, loaded again when its cache was emptied);
-and while Redis is down it raises, for the caller to drop the messages."""
+one by one, in one command (a script Redis caches, loaded again when its cache was emptied;
+a few for a large batch); and while Redis is down it raises, for the caller to drop them."""
 
 from __future__ import annotations
 
@@ -63,8 +63,12 @@ async def commands(url: str) -> dict[str, int]:
     return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
 
 
-async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache(
-        redis_url: str) -> None:
+async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache() -> None:
+    with RedisServer() as server:  # its own: the commands counted are this test's alone
+        await _one_command_after_a_script_flush(server.url)
+
+
+async def _one_command_after_a_script_flush(redis_url: str) -> None:
     sender, receiver = layer_on(redis_url), layer_on(redis_url)
     channel = await receiver.new_channel()
     await receiver.group_add("batch.a", channel)
@@ -87,9 +91,14 @@ async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache(
 
 
 async def test_a_large_batch_goes_as_several_commands_that_a_subscriber_keeps_up_with(
-        redis_url: str) -> None:
+) -> None:
     """40 MiB in one script call would pile up past a subscriber's output buffer limit (32
     MiB) while the script runs: Redis would disconnect it and the batch would be lost."""
+    with RedisServer() as server:  # its own: the commands counted are this test's alone
+        await _large_batch(server.url)
+
+
+async def _large_batch(redis_url: str) -> None:
     sender, receiver = layer_on(redis_url), layer_on(redis_url)
     channel = await receiver.new_channel()
     await receiver.group_add("batch.big", channel)
