@@ -103,8 +103,8 @@ async def _deliver(outbox: list[_Send]) -> None:
     for item in outbox:
         by_destination.setdefault((item.layer, item.method, item.to), []).append(item)
     batched = {key for key, items in by_destination.items()
-                 if key[1] == "group_send" and len({item.robust for item in items}) == 1
-                 and _batches(key[0])}
+               if key[1] == "group_send" and len({item.robust for item in items}) == 1
+               and _batches(key[0])}
     batches: dict[tuple[str, bool], list[_Send]] = {}  # (layer, robust): in outbox order
     for item in outbox:
         if (item.layer, item.method, item.to) in batched:

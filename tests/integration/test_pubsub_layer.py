@@ -6,6 +6,7 @@ a few for a large batch); and while Redis is down it raises, for the caller to d
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
@@ -13,6 +14,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from apps.realtime.pubsub import BatchedPubSubChannelLayer
 from tests.services.redis import RedisServer
+
+Layers = tuple[BatchedPubSubChannelLayer, BatchedPubSubChannelLayer, str]
+"""A sender's layer, a receiver's, and the receiver's channel."""
 
 
 def layer_on(url: str) -> BatchedPubSubChannelLayer:
@@ -63,60 +67,54 @@ async def commands(url: str) -> dict[str, int]:
     return {name.removeprefix("cmdstat_"): int(row["calls"]) for name, row in stats.items()}
 
 
-async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache() -> None:
-    with RedisServer() as server:  # its own: the commands counted are this test's alone
-        await _one_command_after_a_script_flush(server.url)
+@pytest.fixture
+async def own_redis() -> AsyncIterator[tuple[str, Layers]]:
+    """A Redis of the test's own (the commands it counts are the test's alone) with a sender's
+    and a receiver's layer on it, and the receiver's channel in the group ``batch``."""
+    with RedisServer() as server:
+        sender, receiver = layer_on(server.url), layer_on(server.url)
+        channel = await receiver.new_channel()
+        await receiver.group_add("batch", channel)
+        try:
+            yield server.url, (sender, receiver, channel)
+        finally:
+            await sender.flush()
+            await receiver.flush()
 
 
-async def _one_command_after_a_script_flush(redis_url: str) -> None:
-    sender, receiver = layer_on(redis_url), layer_on(redis_url)
-    channel = await receiver.new_channel()
-    await receiver.group_add("batch.a", channel)
-    client = redis.asyncio.Redis.from_url(redis_url)
+async def test_a_batch_is_one_command_and_survives_an_emptied_script_cache(
+        own_redis: tuple[str, Layers]) -> None:
+    url, (sender, receiver, channel) = own_redis
+    client = redis.asyncio.Redis.from_url(url)
     try:
         await client.script_flush()  # as after a restart: EVALSHA answers NOSCRIPT
-        await sender.group_send_many([("batch.a", {"type": "x", "text": "first"})])
-        before = await commands(redis_url)
-        await sender.group_send_many([("batch.a", {"type": "x", "text": f"m{i}"})
-                                      for i in range(50)])
-        after = await commands(redis_url)
-        assert await heard(receiver, channel, 51) == ["first", *(f"m{i}" for i in range(50))]
-        sent = {name: after[name] - before.get(name, 0) for name in after
-                if name in ("evalsha", "eval") and after[name] != before.get(name, 0)}
-        assert sent == {"evalsha": 1}  # the 50 PUBLISHes ran inside the cached script
     finally:
         await client.aclose()
-        await sender.flush()
-        await receiver.flush()
+    await sender.group_send_many([("batch", {"type": "x", "text": "first"})])
+    before = await commands(url)
+    await sender.group_send_many([("batch", {"type": "x", "text": f"m{i}"}) for i in range(50)])
+    after = await commands(url)
+    assert await heard(receiver, channel, 51) == ["first", *(f"m{i}" for i in range(50))]
+    sent = {name: after[name] - before.get(name, 0) for name in after
+            if name in ("evalsha", "eval") and after[name] != before.get(name, 0)}
+    assert sent == {"evalsha": 1}  # the 50 PUBLISHes ran inside the cached script
 
 
 async def test_a_large_batch_goes_as_several_commands_that_a_subscriber_keeps_up_with(
-) -> None:
+        own_redis: tuple[str, Layers]) -> None:
     """40 MiB in one script call would pile up past a subscriber's output buffer limit (32
     MiB) while the script runs: Redis would disconnect it and the batch would be lost."""
-    with RedisServer() as server:  # its own: the commands counted are this test's alone
-        await _large_batch(server.url)
-
-
-async def _large_batch(redis_url: str) -> None:
-    sender, receiver = layer_on(redis_url), layer_on(redis_url)
-    channel = await receiver.new_channel()
-    await receiver.group_add("batch.big", channel)
-    big = [("batch.big", {"type": "x", "text": f"{i:03}" + "x" * 100_000}) for i in range(400)]
-    small = [("batch.big", {"type": "x", "text": f"s{i}"}) for i in range(2500)]
-    try:
-        await sender.group_send_many([("batch.big", {"type": "x", "text": "warm"})])
-        before = await commands(redis_url)
-        await sender.group_send_many(big)
-        middle = await commands(redis_url)
-        await sender.group_send_many(small)
-        after = await commands(redis_url)
-        got = await heard(receiver, channel, 1 + len(big) + len(small))
-        assert [t[:3] for t in got[1:401]] == [f"{i:03}" for i in range(400)]
-        assert got[401:] == [f"s{i}" for i in range(2500)]
-        by_bytes = middle["evalsha"] - before["evalsha"]
-        assert 38 <= by_bytes <= 41  # ~39 MiB in calls of at most COMMAND_BYTES
-        assert after["evalsha"] - middle["evalsha"] == 3  # COMMAND_MESSAGES each
-    finally:
-        await sender.flush()
-        await receiver.flush()
+    url, (sender, receiver, channel) = own_redis
+    big = [("batch", {"type": "x", "text": f"{i:03}" + "x" * 100_000}) for i in range(400)]
+    small = [("batch", {"type": "x", "text": f"s{i}"}) for i in range(2500)]
+    await sender.group_send_many([("batch", {"type": "x", "text": "warm"})])
+    before = await commands(url)
+    await sender.group_send_many(big)
+    middle = await commands(url)
+    await sender.group_send_many(small)
+    after = await commands(url)
+    got = await heard(receiver, channel, 1 + len(big) + len(small))
+    assert [t[:3] for t in got[1:401]] == [f"{i:03}" for i in range(400)]
+    assert got[401:] == [f"s{i}" for i in range(2500)]
+    assert 38 <= middle["evalsha"] - before["evalsha"] <= 41  # ~39 MiB, COMMAND_BYTES a call
+    assert after["evalsha"] - middle["evalsha"] == 3  # COMMAND_MESSAGES a call
