@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from apps.common.errors import ApplicationError
 from apps.engine.messages import ReasoningParams
 from apps.integrations.builders import reasoning_params, validate_provider
+from apps.integrations.crypto import secret_stored
 from apps.integrations.forms import SecretMapField
 from apps.integrations.mcp_services import (
     mcp_name_taken,
@@ -86,7 +87,7 @@ class ProviderConfigAdmin(admin.ModelAdmin):
 
     @admin.display(boolean=True, description=_("Key stored"))
     def key_stored(self, obj: ProviderConfig) -> bool:
-        return bool(obj.api_key)
+        return secret_stored(obj, "api_key")  # also a key no configured key decrypts
 
     @admin.action(description=_("Test connection"))
     def test_connection(self, request: HttpRequest, queryset: QuerySet[ProviderConfig]) -> None:

@@ -24,6 +24,7 @@ from apps.engine.errors import ProviderError
 from apps.engine.providers import provider_class
 from apps.engine.providers.base import ModelInfo, ProviderSettings
 from apps.integrations.builders import provider_settings
+from apps.integrations.crypto import DecryptionError
 from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
 from apps.integrations.policy import clean_tool_policy
 
@@ -152,7 +153,15 @@ def provider_fetch_models(*, config: ProviderConfig) -> FetchReport:
 
 
 def _check_settings(config: ProviderConfig) -> ProviderSettings:
-    return replace(provider_settings(config), connect_timeout_s=CHECK_CONNECT_TIMEOUT_S,
+    """``config``'s settings with the checks' short timeouts; ``invalid`` also when no
+    configured key decrypts its stored API key (the admin enters it again)."""
+    try:
+        settings = provider_settings(config)
+    except DecryptionError:
+        raise ApplicationError(ErrorCode.INVALID, gettext(
+            "Its stored API key cannot be decrypted with CONFAB_FERNET_KEYS (was a key removed "
+            "before rotate_secrets ran?): enter the key again.")) from None
+    return replace(settings, connect_timeout_s=CHECK_CONNECT_TIMEOUT_S,
                    read_timeout_s=CHECK_READ_TIMEOUT_S)
 
 

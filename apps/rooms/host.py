@@ -49,6 +49,7 @@ from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
 from apps.integrations.mcp_selectors import mcp_server_candidates
+from apps.integrations.models import ModelConfig
 from apps.realtime.publish import database_call
 from apps.rooms.models import AgentMode, Conversation, Run, RunPurpose, RunStatus
 from apps.rooms.notes import notes_previous_run, notes_release, notes_settle
@@ -134,6 +135,16 @@ def _setup_runs() -> QuerySet[Run]:
                       messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))),
                       mcp_candidates=Exists(mcp_server_candidates(
                           OuterRef("conversation__room__team_id")))))
+
+
+def _provider_settings(model: ModelConfig) -> ProviderSettings:
+    """The engine's settings for ``model``'s provider, its API key decrypted. Raises
+    SetupError when no configured key decrypts it."""
+    try:
+        return provider_settings(model.provider)
+    except DecryptionError as exc:
+        raise SetupError(f"The model's provider cannot be used: {exc}. A site admin enters "
+                         "its API key again.") from exc
 
 
 def _workspace(conversation: Conversation) -> Path:
@@ -238,11 +249,7 @@ class RunHost:
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation
-        try:
-            model, chosen = run_model(conversation)  # the conversation's choice, else the team's
-        except DecryptionError as exc:  # its provider's API key, read with it
-            raise SetupError(f"The model's provider cannot be used: {exc}. A site admin "
-                             "enters its API key again.") from exc
+        model, chosen = run_model(conversation)  # the conversation's choice, else the team's
         if model is None:
             raise SetupError("No model is configured: a site admin adds a provider and a "
                              "model, and the team chooses its default.")
@@ -261,7 +268,7 @@ class RunHost:
                        else [])  # compacting needs no tools
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
-                      config=config, provider=provider_settings(model.provider),
+                      config=config, provider=_provider_settings(model),
                       context_window=params["context_window"],
                       max_output=params["max_tokens"], workspace=_workspace(conversation),
                       previous_run=run.previous_run, none_waiting=not run.messages_waiting,

@@ -34,9 +34,12 @@ async def test_no_heartbeat_is_written_before_the_first_text(
 async def test_a_provider_key_that_no_longer_decrypts_ends_the_run_with_a_setup_error(
         alice: User, conversation: Conversation, worker: None) -> None:
     """A Fernet key removed before ``rotate_secrets`` ran: the run says so and ends, instead
-    of crashing its host at every dispatch until the sweeper fails it as never picked up."""
-    client, _ = await connect(alice, conversation.pk)  # (its state frame reads the key too)
+    of crashing its host at every dispatch until the sweeper fails it as never picked up.
+    The room still opens: its state frame lists the model without its key."""
     await sync_to_async(_store_raw_api_key)("gAAAAABnot-a-token-any-key-opens")
+    client, state = await connect(alice, conversation.pk)
+    assert state["conversation"]["settings"]["model"] is not None
+    assert state["models"]  # the choices, listed without their keys
     await client.send({"type": "send", "client_id": "k1", "text": "@agent hello"})
     error = await client.until_event("error")
     ended = await client.until_event("run_ended")

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.messages import get_messages
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -116,6 +117,27 @@ def test_a_new_key_replaces_the_stored_one_and_the_box_removes_it(
     assert admin_client.post(url, form_data(provider, clear_api_key="on")).status_code == 302
     provider.refresh_from_db()
     assert provider.api_key == ""
+
+
+def test_a_key_no_configured_key_opens_can_be_replaced_in_the_admin(
+    admin_client: Client, provider: ProviderConfig
+) -> None:
+    """What a run's setup error asks for: the change page opens and takes a new key."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {ProviderConfig._meta.db_table} SET api_key = %s",
+                       ["gAAAAABnot-a-token-any-key-opens"])
+    url = reverse("admin:integrations_providerconfig_change", args=[provider.pk])
+    for page in (admin_client.get(url), admin_client.get(reverse(CHANGELIST))):
+        assert page.status_code == 200
+        assert 'alt="True"' in page.content.decode()  # a key is stored (Key stored: yes)
+    for action in ("test_connection", "fetch_models"):
+        assert run_action(admin_client, action, provider) == [
+            ("error", f"{provider.name}: Its stored API key cannot be decrypted with "
+                      "CONFAB_FERNET_KEYS (was a key removed before rotate_secrets ran?): "
+                      "enter the key again.")]
+    assert admin_client.post(url, form_data(provider, new_api_key="sk-new")).status_code == 302
+    provider.refresh_from_db()
+    assert provider.api_key == "sk-new"
 
 
 def test_a_provider_added_in_the_admin_has_its_key_encrypted(admin_client: Client) -> None:

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import override_settings
 
-from apps.integrations.crypto import DecryptionError
+from apps.integrations.crypto import DecryptionError, Sealed, secret_stored
 from apps.integrations.models import ProviderConfig
 from tests.integration.integrations.conftest import API_KEY
 
@@ -50,12 +50,48 @@ def test_a_malformed_key_setting_fails_loudly(db: None) -> None:
         make_provider("Vendor", API_KEY)
 
 
-def test_a_value_no_configured_key_opens_fails_loudly(db: None) -> None:
+def test_a_value_no_configured_key_opens_fails_loudly_when_it_is_read(db: None) -> None:
     with override_settings(CONFAB_FERNET_KEYS=[LOST]):
         config = make_provider("Vendor", API_KEY)
-    with override_settings(CONFAB_FERNET_KEYS=[NEW]), \
-            pytest.raises(DecryptionError, match="cannot be decrypted"):
-        ProviderConfig.objects.get(pk=config.pk)
+    with override_settings(CONFAB_FERNET_KEYS=[NEW]):
+        loaded = ProviderConfig.objects.get(pk=config.pk)  # listing it needs no key
+        assert loaded.name == "Vendor"
+        with pytest.raises(DecryptionError, match="cannot be decrypted"):
+            loaded.api_key  # noqa: B018 (the read is the test)
+        with pytest.raises(DecryptionError):  # and again: nothing half-open stays behind
+            loaded.api_key  # noqa: B018
+
+
+def test_a_row_saved_with_its_secret_unread_keeps_its_token(db: None) -> None:
+    with override_settings(CONFAB_FERNET_KEYS=[LOST]):
+        config = make_provider("Vendor", API_KEY)
+    token = stored(config)
+    with override_settings(CONFAB_FERNET_KEYS=[NEW]):
+        loaded = ProviderConfig.objects.get(pk=config.pk)
+        loaded.base_url = "https://llm2.example.com"
+        loaded.save()
+        assert secret_stored(loaded, "api_key")  # without decrypting it
+    assert stored(config) == token  # not re-encrypted, not lost
+    with override_settings(CONFAB_FERNET_KEYS=[LOST]):
+        assert ProviderConfig.objects.get(pk=config.pk).api_key == API_KEY
+
+
+def test_a_secret_is_stored_tells_without_decrypting(provider: ProviderConfig) -> None:
+    keyless = make_provider("Keyless", "")
+    deferred = ProviderConfig.objects.defer("api_key").get(pk=provider.pk)
+    with override_settings(CONFAB_FERNET_KEYS=[LOST]):  # no key opens either
+        assert secret_stored(ProviderConfig.objects.get(pk=provider.pk), "api_key")
+        assert secret_stored(deferred, "api_key")
+        assert not secret_stored(ProviderConfig.objects.get(pk=keyless.pk), "api_key")
+
+
+def test_values_give_the_secret_sealed(provider: ProviderConfig) -> None:
+    sealed = ProviderConfig.objects.values_list("api_key", flat=True).get(pk=provider.pk)
+    assert isinstance(sealed, Sealed)
+    assert sealed.token == stored(provider)
+    assert API_KEY not in repr(sealed) and API_KEY not in str(sealed)
+    assert sealed.token not in repr(sealed) and sealed.token not in str(sealed)
+    assert sealed.open() == API_KEY
 
 
 def test_rotation_moves_every_secret_to_the_newest_key(db: None) -> None:
