@@ -5,9 +5,11 @@ prepend a new key, run ``manage.py rotate_secrets`` (re-encrypts every value wit
 key), then drop the old key. A value no key can decrypt raises loudly — never returns the
 ciphertext, and nothing is pickled.
 
-A row's secret is decrypted when it is read, not when the row is loaded: a provider whose key
-no longer decrypts must not break what only lists it (a room's model choices, the admin page
-where a new key is entered), and loading a row costs no decryption it does not use.
+A row's secret is decrypted when its attribute is read, not when the row is loaded: a provider
+whose key no longer decrypts must not break what only lists it (a room's model choices, the
+admin page where a new key is entered), and loading a row costs no decryption it does not use.
+What reads every field's attribute still decrypts them all (Django's ``refresh_from_db()``
+without ``fields``, ``full_clean()``).
 """
 
 from __future__ import annotations
@@ -143,5 +145,5 @@ def secret_stored(instance: models.Model, name: str) -> bool:
     if name in instance.__dict__:
         return bool(instance.__dict__[name])
     # deferred: read the token (refresh_from_db would open it)
-    rows = type(instance)._base_manager.filter(pk=instance.pk)
+    rows = type(instance)._base_manager.db_manager(instance._state.db).filter(pk=instance.pk)
     return bool(rows.values_list(name, flat=True).first())

@@ -51,6 +51,7 @@ from apps.common.errors import ApplicationError, ErrorCode, not_found
 from apps.engine.mcp import oauth
 from apps.engine.mcp.oauth import AuthorizationServer, OAuthFlowError
 from apps.engine.tools.net import NetworkPolicy, UrlRefused, guarded_client
+from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_selectors import team_mcp_servers
 from apps.integrations.models import McpOAuthConnection, McpOAuthFlow, McpServerConfig, McpSignIn
 
@@ -366,7 +367,8 @@ def _revoke_quietly(connection: McpOAuthConnection) -> bool:
     """Whether the server confirmed revoking ``connection``; a failure is logged, not raised."""
     try:
         return async_to_sync(_revoke)(connection)
-    except (OAuthFlowError, UrlRefused, httpx2.HTTPError) as exc:
+    except (OAuthFlowError, UrlRefused, httpx2.HTTPError, DecryptionError) as exc:
+        # DecryptionError: tokens no configured key opens cannot be revoked; they are gone here
         logger.warning("MCP sign-in #%s (server #%s) not revoked at its server: %s",
                        connection.pk, connection.server_id, type(exc).__name__)
         return False

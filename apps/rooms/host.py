@@ -253,6 +253,7 @@ class RunHost:
         if model is None:
             raise SetupError("No model is configured: a site admin adds a provider and a "
                              "model, and the team chooses its default.")
+        provider = _provider_settings(model)  # first: a key no key opens stops the rest
         try:
             params = run_settings(model, chosen)
         except ApplicationError as exc:
@@ -268,7 +269,7 @@ class RunHost:
                        else [])  # compacting needs no tools
         return _Setup(conversation=conversation, run=run, history=history_of(conversation.pk),
                       policy=dict(conversation.room.team.tool_policy or {}), model=params["model"],
-                      config=config, provider=_provider_settings(model),
+                      config=config, provider=provider,
                       context_window=params["context_window"],
                       max_output=params["max_tokens"], workspace=_workspace(conversation),
                       previous_run=run.previous_run, none_waiting=not run.messages_waiting,

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
+from django.db import connection
 
 from apps.accounts.models import Team, User
 from apps.integrations import mcp_oauth
@@ -99,7 +100,8 @@ def test_deleting_a_server_revokes_its_sign_ins_at_the_authorization_server(
     owner = signed_in(alice)
     sign_in(owner, acme, server, state, "remote-alice")
     sign_in(signed_in(bob), acme, server, state, "remote-bob")
-    refresh_tokens = sorted(McpOAuthConnection.objects.values_list("refresh_token", flat=True))
+    refresh_tokens = sorted(sealed.open() for sealed in McpOAuthConnection.objects.values_list(
+        "refresh_token", flat=True))
     response = owner.post(f"/teams/{acme.pk}/settings/mcp/{server.pk}/delete/", follow=True)
     assert "The MCP server is deleted." in response.content.decode()
     assert sorted(state.revoked) == refresh_tokens
@@ -128,6 +130,27 @@ def test_a_revocation_that_fails_does_not_block_the_delete_and_logs_no_token(
     assert McpOAuthConnection.objects.count() == 0
     assert f"MCP sign-in #{stored.pk} (server #{server.pk}) not revoked" in caplog.text
     assert stored.access_token not in caplog.text and stored.refresh_token not in caplog.text
+
+
+def test_sign_ins_whose_tokens_no_key_opens_still_end_with_a_delete_or_a_sign_out(
+        acme: Team, alice: User, signed_in: Any, protected: Served) -> None:
+    """A Fernet key removed before ``rotate_secrets``: the tokens cannot be revoked (nor
+    read), so ending the sign-in forgets them, as when the server does not answer."""
+    url, state = protected
+    owner = signed_in(alice)
+    deleted, signed_out = oauth_server(acme, url), oauth_server(acme, url, name="other")
+    for server in (deleted, signed_out):
+        sign_in(owner, acme, server, state, f"remote-{server.name}")
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {McpOAuthConnection._meta.db_table} SET client_info = %s, "
+                       "access_token = %s", ["gAAAAABnot-a-token", "gAAAAABnot-a-token"])
+    response = owner.post(f"/teams/{acme.pk}/mcp/{signed_out.pk}/sign-out/", follow=True)
+    assert response.status_code == 200
+    assert not McpOAuthConnection.objects.filter(server=signed_out).exists()
+    response = owner.post(f"/teams/{acme.pk}/settings/mcp/{deleted.pk}/delete/", follow=True)
+    assert "The MCP server is deleted." in response.content.decode()
+    assert McpOAuthConnection.objects.count() == 0
+    assert state.revoked == []
 
 
 def test_a_url_change_that_drops_the_sign_ins_revokes_them(
