@@ -32,6 +32,7 @@ from apps.engine.providers.retry import RetryingProvider
 from apps.integrations.models import ModelConfig, ProviderConfig, TeamAIConfig
 
 __all__ = [
+    "TEAM_CHOICE",
     "ProviderPool",
     "model_for_team",
     "model_reads_images",
@@ -131,14 +132,31 @@ def team_models(team: Team) -> QuerySet[ModelConfig]:
     return usable.filter(pk__in=chosen + ([default.pk] if default else []))
 
 
-def model_for_team(team: Team) -> ModelConfig | None:
+TEAM_CHOICE = "ai_config__default_model__provider"
+"""What ``select_related`` loads with a team for :func:`model_for_team` ``(team,
+loaded=True)``: the team's choice and its provider (a run's setup loads them with the run)."""
+
+
+def model_for_team(team: Team, *, loaded: bool = False) -> ModelConfig | None:
     """The model a run of ``team`` uses: the team's choice while it (and its provider) is
     enabled, else the first enabled model of an enabled provider, else None. The provider is
     loaded with it (``select_related``). One query, the choice sorted first: every run's
-    setup asks, and a team without a choice cost two."""
+    setup asks, and a team without a choice cost two. ``loaded``: ``team`` was read just now
+    with :data:`TEAM_CHOICE`, so a usable choice is taken from it, without a query (a caller
+    holding an older Team asks the database: a choice changed or disabled since must count)."""
+    if loaded and (choice := _usable_choice(team)) is not None:
+        return choice
     chosen = Exists(TeamAIConfig.objects.filter(team=team, default_model=OuterRef("pk")))
     return (usable_models().select_related("provider").alias(chosen=chosen)
             .order_by(F("chosen").desc(), "pk").first())
+
+
+def _usable_choice(team: Team) -> ModelConfig | None:
+    """The team's chosen model, loaded with it (:data:`TEAM_CHOICE`), when :func:`usable_models`
+    would find it; else None."""
+    config = getattr(team, "ai_config", None)  # a RelatedObjectDoesNotExist: no AI config
+    model = config.default_model if config is not None else None
+    return model if model is not None and model.enabled and model.provider.enabled else None
 
 
 def model_reads_images(model: ModelConfig) -> bool:

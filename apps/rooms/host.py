@@ -44,7 +44,12 @@ from apps.engine.tools.builtin.bash import BashTool
 from apps.engine.tools.builtin.wiki import WIKI_SERVICE
 from apps.engine.tools.defaults import default_tools
 from apps.engine.tools.registry import ToolRegistry
-from apps.integrations.builders import provider_pool, provider_settings, run_settings
+from apps.integrations.builders import (
+    TEAM_CHOICE,
+    provider_pool,
+    provider_settings,
+    run_settings,
+)
 from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_builders import mcp_pool_servers
 from apps.integrations.mcp_pool import mcp_pools
@@ -124,13 +129,14 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
 
 @functools.cache
 def _setup_runs() -> QuerySet[Run]:
-    """Runs with what a run's setup reads beside each: its conversation, room, team and
-    starter, the conversation's run before it, whether a message waits and whether an MCP
-    server may apply to the team (most teams have none: their runs skip reading the list, a
-    query of its own). Built once and narrowed with ``filter`` (a clone) for each run:
-    building the joins and the subqueries took more than half of the query's time in Python
-    (issue 20: 1.2 ms, 0.5 ms prebuilt)."""
-    return (Run.objects.select_related("conversation__room__team", "started_by")
+    """Runs with what a run's setup reads beside each: its conversation, room, team (with the
+    team's chosen model and its provider: :func:`~apps.integrations.builders.model_for_team`
+    then needs no query of its own while that is usable) and starter, the conversation's run
+    before it, whether a message waits and whether an MCP server may apply to the team (most
+    teams have none: their runs skip reading the list, a query of its own). Built once and
+    narrowed with ``filter`` (a clone) for each run: building the joins and the subqueries
+    took more than half of the query's time in Python (issue 20: 1.2 ms, 0.5 ms prebuilt)."""
+    return (Run.objects.select_related(f"conversation__room__team__{TEAM_CHOICE}", "started_by")
             .annotate(previous_run=notes_previous_run(),
                       messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))),
                       mcp_candidates=Exists(mcp_server_candidates(
@@ -249,7 +255,8 @@ class RunHost:
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation
-        model, chosen = run_model(conversation)  # the conversation's choice, else the team's
+        # the conversation's choice, else the team's (read with the run: _setup_runs)
+        model, chosen = run_model(conversation, loaded=True)
         if model is None:
             raise SetupError("No model is configured: a site admin adds a provider and a "
                              "model, and the team chooses its default.")

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 
 from apps.accounts.models import User
-from apps.integrations.models import ProviderConfig
+from apps.integrations.models import ModelConfig, ProviderConfig
 from apps.rooms.models import Conversation, Run
 from tests.consumers.conftest import connect, script
 
@@ -49,7 +49,34 @@ async def test_a_provider_key_that_no_longer_decrypts_ends_the_run_with_a_setup_
     await client.close()
 
 
-def _store_raw_api_key(token: str) -> None:
-    """Every provider's stored key, as the database holds it (past the field's encryption)."""
+async def test_a_key_no_key_opens_stops_only_the_runs_that_use_it(
+        alice: User, conversation: Conversation, worker: None, model: str) -> None:
+    """The team's chosen model is read with every run (its setup's one query); its provider's
+    key is decrypted only when a run uses that model, not for a conversation with its own."""
+    await sync_to_async(_own_model)(conversation, model)
+    await sync_to_async(_store_raw_api_key)("gAAAAABnot-a-token-any-key-opens",
+                                            name="Offline scripted model (fakellm)")
+    client, _ = await connect(alice, conversation.pk)
+    await client.send({"type": "send", "client_id": "k2", "text": script({"text": "fine"})})
+    ended = await client.until_event("run_ended")
+    assert ended["status"] == "completed"
+    assert not any(e["event"]["kind"] == "error" for e in client.events)
+    await client.close()
+
+
+def _own_model(conversation: Conversation, origin: str) -> None:
+    """The conversation's own model: fakellm again, under a provider with a key of its own."""
+    provider = ProviderConfig.objects.create(name="Second", kind="anthropic", base_url=origin,
+                                             api_key="sk-second")
+    conversation.model = ModelConfig.objects.create(provider=provider, model_id="second")
+    conversation.save(update_fields=["model"])
+
+
+def _store_raw_api_key(token: str, *, name: str | None = None) -> None:
+    """The stored key of every provider (or the one named), as the database holds it (past
+    the field's encryption)."""
+    rows = ProviderConfig.objects.filter(**({"name": name} if name else {}))
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {ProviderConfig._meta.db_table} SET api_key = %s", [token])
+        for pk in rows.values_list("pk", flat=True):
+            cursor.execute(f"UPDATE {ProviderConfig._meta.db_table} SET api_key = %s "
+                           "WHERE id = %s", [token, pk])

@@ -105,7 +105,7 @@ async def test_a_send_that_starts_a_run_costs_two_hops_and_fixed_queries(
 async def test_a_run_makes_one_hop_before_its_model_request(
         alice: User, conversation: Conversation, worker: None,
         monkeypatch: pytest.MonkeyPatch, team_chose: bool) -> None:
-    if not team_chose:  # the model is the first usable one: still one query
+    if not team_chose:  # the model is the first usable one: its query
         offline = await ModelConfig.objects.aget(model_id="confab-offline")
         await ModelConfig.objects.exclude(pk=offline.pk).aupdate(enabled=False)
         await TeamAIConfig.objects.filter(team_id=conversation.room.team_id).aupdate(
@@ -140,11 +140,14 @@ async def test_a_run_makes_one_hop_before_its_model_request(
     # projector stores run_started and turn_started beside the request, not before it
     assert [h for h in at_request["hops"] if h != "Projector._store"] == ["RunHost._begin"]
     assert seen["waits"] == []  # the run's events leave from the loop
-    # in that hop: the run with its conversation, room, team and starter, the run before it,
-    # whether a message waits and whether an MCP server may apply (none here: the team's list
-    # is not read); the model; the wiki's record; the history; the claim, which records the
-    # run's model
-    assert len(begin["queries"]) == 5, "\n".join(begin["queries"])
+    # in that hop: the run with its conversation, room, team (with the team's chosen model
+    # and its provider) and starter, the run before it, whether a message waits and whether an
+    # MCP server may apply (none here: the team's list is not read); the model when the team
+    # chose none (the first usable one); the wiki's record; the history; the claim, which
+    # records the run's model
+    assert len(begin["queries"]) == (4 if team_chose else 5), "\n".join(begin["queries"])
+    assert any(q.startswith('SELECT "integrations_modelconfig"')
+               for q in begin["queries"]) is not team_chose
     assert not any(q.startswith('SELECT "integrations_mcpserverconfig"')
                    for q in begin["queries"])
     assert begin["queries"][-1].startswith('UPDATE "rooms_run" SET "status"')

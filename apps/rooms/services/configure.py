@@ -42,17 +42,19 @@ def model_choices(team: Team) -> list[dict[str, Any]]:
             for m in rows]
 
 
-def run_model(conversation: Conversation) -> tuple[ModelConfig | None, dict[str, Any]]:
+def run_model(conversation: Conversation, *, loaded: bool = False
+              ) -> tuple[ModelConfig | None, dict[str, Any]]:
     """The model the conversation's next run uses, with the reasoning fields chosen for it:
     the member's choice while it is usable and one the team offers (:func:`team_models`),
     else the team's model with none (the choice was for another model). ``(None, {})`` when
-    no model is configured at all."""
+    no model is configured at all. ``loaded``: the conversation's team was read just now with
+    its choice (:func:`~apps.integrations.builders.model_for_team`)."""
     if conversation.model_id is not None:
         chosen = (team_models(conversation.room.team).filter(pk=conversation.model_id)
                   .select_related("provider").first())
         if chosen is not None:
             return chosen, dict(conversation.reasoning or {})
-    return model_for_team(conversation.room.team), {}
+    return model_for_team(conversation.room.team, loaded=loaded), {}
 
 
 def reasoning_record(reasoning: ReasoningParams | None) -> dict[str, Any] | None:

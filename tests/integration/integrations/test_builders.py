@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import Team
 from apps.common.errors import ApplicationError, ErrorCode
@@ -14,6 +16,7 @@ from apps.engine.providers.openai_compat import OpenAICompatProvider
 from apps.engine.providers.retry import RetryingProvider
 from apps.engine.runtime.runner import RunConfig
 from apps.integrations.builders import (
+    TEAM_CHOICE,
     ProviderPool,
     model_for_team,
     provider_settings,
@@ -118,6 +121,41 @@ def test_a_disabled_choice_falls_back_to_the_first_enabled_model(
     assert model_for_team(acme) == model
     ProviderConfig.objects.filter(pk=provider.pk).update(enabled=False)
     assert model_for_team(acme) is None
+
+
+def test_a_team_loaded_with_its_choice_answers_alike_without_a_query_while_it_is_usable(
+    acme: Team, provider: ProviderConfig, model: ModelConfig
+) -> None:
+    def asked(team: Team) -> tuple[ModelConfig | None, int]:
+        """The model for the team read now with its choice, and the queries that took."""
+        loaded = Team.objects.select_related(TEAM_CHOICE).get(pk=team.pk)
+        with CaptureQueriesContext(connection) as queries:
+            found = model_for_team(loaded, loaded=True)
+        return found, len(queries)
+
+    assert asked(acme) == (model, 1)  # no AI config at all: the first enabled model
+    chosen = ModelConfig.objects.create(provider=provider, model_id="vendor-small")
+    config = TeamAIConfig.objects.create(team=acme)
+    assert asked(acme) == (model, 1)  # no choice
+    config.default_model = chosen
+    config.save()
+    found, queries = asked(acme)
+    assert (found, queries) == (chosen, 0) and found.provider == provider
+    ModelConfig.objects.filter(pk=chosen.pk).update(enabled=False)
+    assert asked(acme) == (model, 1)
+    ModelConfig.objects.filter(pk=chosen.pk).update(enabled=True)
+    ProviderConfig.objects.filter(pk=provider.pk).update(enabled=False)
+    assert asked(acme) == (None, 1)
+
+
+def test_a_team_held_since_before_a_change_is_not_taken_at_its_word(
+    acme: Team, provider: ProviderConfig, model: ModelConfig
+) -> None:
+    chosen = ModelConfig.objects.create(provider=provider, model_id="vendor-small")
+    TeamAIConfig.objects.create(team=acme, default_model=chosen)  # cached on acme
+    ModelConfig.objects.filter(pk=chosen.pk).update(enabled=False)
+    assert acme.ai_config.default_model.enabled  # what the held Team still says
+    assert model_for_team(acme) == model
 
 
 def test_run_settings_fill_a_run_config(model: ModelConfig) -> None:
