@@ -32,6 +32,7 @@ from apps.integrations.mcp_services import (
 )
 from apps.integrations.models import (
     HTTP_TRANSPORTS,
+    UNREADABLE_SECRETS,
     McpServerConfig,
     ModelConfig,
     ProviderConfig,
@@ -204,8 +205,11 @@ class McpServerConfigForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.stored_env = self.instance.env_map() if self.instance.pk else {}
-        self.stored_headers = self.instance.header_map() if self.instance.pk else {}
+        self.stored_env = self.instance.readable_env() if self.instance.pk else {}
+        self.stored_headers = self.instance.readable_headers() if self.instance.pk else {}
+        if self.instance.pk and not self.instance.secrets_readable:
+            for name in ("env_secrets", "header_secrets"):
+                self.fields[name].help_text = UNREADABLE_SECRETS
         self.fields["env_secrets"].initial = dict.fromkeys(self.stored_env, "")
         self.fields["header_secrets"].initial = dict.fromkeys(self.stored_headers, "")
 
@@ -255,6 +259,8 @@ class McpServerConfigAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Secrets stored (names)"))
     def secret_names(self, obj: McpServerConfig) -> str:
+        if not obj.secrets_readable:
+            return gettext("cannot be decrypted: enter them again")
         return ", ".join(obj.env_names + obj.header_names) or "-"
 
     def save_model(self, request: HttpRequest, obj: McpServerConfig, form: Any,

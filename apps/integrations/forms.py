@@ -265,7 +265,7 @@ class McpHttpServerForm(forms.Form):
         """The form showing ``server`` (header names only)."""
         return cls(initial={
             "name": server.name, "transport": server.transport, "url": server.url,
-            "headers": dict.fromkeys(server.header_map(), ""), "enabled": server.enabled,
+            "headers": dict.fromkeys(server.readable_headers(), ""), "enabled": server.enabled,
             "enabled_tools": " ".join(server.enabled_tools or []),
             "connect_timeout_s": server.connect_timeout_s,
             "call_timeout_s": server.call_timeout_s, "sign_in": server.sign_in,

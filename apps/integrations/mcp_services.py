@@ -133,7 +133,7 @@ def mcp_server_update(*, team: Team, server_id: int, by: User, data: HttpServerI
     require_manager(by, team)
     server = _own_http_server(team, server_id)
     _require_http(data.transport)
-    _fill(server, data, stored_headers=server.header_map())
+    _fill(server, data, stored_headers=server.readable_headers())
     saved = _save(server, team)
     drop_stale_sign_ins(saved)  # a new URL: its old sign-ins are for another resource
     return saved

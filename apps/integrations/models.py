@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
 from apps.common.models import TimeStampedModel
-from apps.integrations.crypto import EncryptedTextField
+from apps.integrations.crypto import DecryptionError, EncryptedTextField
 
 
 class ProviderKind(models.TextChoices):
@@ -227,22 +227,52 @@ class McpServerConfig(TimeStampedModel):
         return self.sign_in != McpSignIn.NONE
 
     def env_map(self) -> dict[str, str]:
-        """The decrypted environment (stdio)."""
+        """The decrypted environment (stdio). Raises ValueError (not a JSON object) and
+        DecryptionError (no configured key opens it)."""
         return _secret_map(self.env)
 
     def header_map(self) -> dict[str, str]:
-        """The decrypted headers (HTTP)."""
+        """The decrypted headers (HTTP); raises as :meth:`env_map`."""
         return _secret_map(self.headers)
 
     @property
+    def secrets_readable(self) -> bool:
+        """Whether the stored environment and headers decrypt (False: a CONFAB_FERNET_KEYS key
+        was removed before ``rotate_secrets`` ran; they are entered again, and a save
+        replaces them)."""
+        try:
+            self.env_map()
+            self.header_map()
+        except DecryptionError:
+            return False
+        except ValueError:  # they decrypt; the model's validation says what is wrong
+            return True
+        return True
+
+    @property
+    def secrets_notice(self) -> str:
+        """:data:`UNREADABLE_SECRETS` while they cannot be decrypted, else ``""``."""
+        return "" if self.secrets_readable else str(UNREADABLE_SECRETS)
+
+    def readable_env(self) -> dict[str, str]:
+        """:meth:`env_map`, or ``{}`` while it cannot be decrypted (:attr:`secrets_readable`)."""
+        return self.env_map() if self.secrets_readable else {}
+
+    def readable_headers(self) -> dict[str, str]:
+        """:meth:`header_map`, or ``{}`` while it cannot be decrypted."""
+        return self.header_map() if self.secrets_readable else {}
+
+    @property
     def env_names(self) -> list[str]:
-        """The names of the environment's variables (what a page may show)."""
-        return sorted(self.env_map())
+        """The names of the environment's variables (what a page may show; none while they
+        cannot be decrypted)."""
+        return sorted(self.readable_env())
 
     @property
     def header_names(self) -> list[str]:
-        """The names of the headers (what a page may show)."""
-        return sorted(self.header_map())
+        """The names of the headers (what a page may show; none while they cannot be
+        decrypted)."""
+        return sorted(self.readable_headers())
 
     def set_secrets(self, *, env: Mapping[str, str] | None = None,
                     headers: Mapping[str, str] | None = None) -> None:
@@ -352,6 +382,13 @@ class McpOAuthFlow(TimeStampedModel):
     class Meta:
         verbose_name = _("MCP sign-in under way")
         verbose_name_plural = _("MCP sign-ins under way")
+
+
+UNREADABLE_SECRETS = _(
+    "Its stored secrets cannot be decrypted with CONFAB_FERNET_KEYS (was a key removed before "
+    "rotate_secrets ran?): enter them again; saving replaces them.")
+"""Shown where an MCP server's environment or headers would be (:attr:`~McpServerConfig.
+secrets_readable` False)."""
 
 
 def _secret_map(stored: str | None) -> dict[str, str]:

@@ -3,21 +3,33 @@ never rendered back, "test connection" against real servers."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
+from cryptography.fernet import Fernet
 from django.contrib.messages import get_messages
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
 from apps.accounts.models import Team, User
-from apps.integrations.models import McpServerConfig, TeamMcpEnablement
+from apps.integrations.models import UNREADABLE_SECRETS, McpServerConfig, TeamMcpEnablement
 from tests.integration.mcp.conftest import ENV_SECRET, TOKEN, http_server, time_server
 from tests.integration.web.html import assert_no_inline_code, without_csrf
 
 pytestmark = pytest.mark.django_db
 
 SECRETS = (TOKEN, TOKEN.removeprefix("Bearer "), ENV_SECRET)
+UNREADABLE = str(UNREADABLE_SECRETS).replace("'", "&#x27;")  # as a page escapes it
+
+
+def seal_with_a_lost_key(server: McpServerConfig, column: str) -> None:
+    """``column`` of ``server`` as a token no configured key opens (past the field)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {McpServerConfig._meta.db_table} SET {column} = %s "
+                       "WHERE id = %s", [Fernet(Fernet.generate_key()).encrypt(b"{}").decode(),
+                                         server.pk])
 
 
 def settings_url(team: Team) -> str:
@@ -99,6 +111,25 @@ def test_the_edit_page_keeps_a_blank_header_and_never_shows_it(signed_in, acme: 
     bad = client.post(url("mcp_server_edit", acme, server.pk),
                       add_data(name="not valid!", headers="X-Extra: typed-secret-42"))
     assert bad.status_code == 200 and b"typed-secret-42" not in bad.content
+
+
+def test_headers_no_key_opens_are_said_so_and_entered_again(signed_in, acme: Team,
+                                                           alice: User) -> None:
+    """A CONFAB_FERNET_KEYS key removed before ``rotate_secrets``: the page and the edit page
+    still open, say so, and a save stores the headers given."""
+    server = http_server(acme)
+    seal_with_a_lost_key(server, "headers")
+    client = signed_in(alice)
+    for page in (client.get(settings_url(acme)),
+                 client.get(url("mcp_server_edit", acme, server.pk))):
+        assert page.status_code == 200
+        assert UNREADABLE in page.content.decode()
+    response = client.post(url("mcp_server_edit", acme, server.pk),
+                           add_data(headers="Authorization: Bearer fresh-secret-77"))
+    assert response.status_code == 302
+    server = McpServerConfig.objects.get(pk=server.pk)
+    assert server.header_map() == {"Authorization": "Bearer fresh-secret-77"}
+    assert UNREADABLE not in client.get(settings_url(acme)).content.decode()
 
 
 def test_staff_stdio_servers_have_no_edit_page_for_the_team(signed_in, acme: Team,
@@ -215,6 +246,24 @@ def test_staff_define_a_stdio_catalog_entry_in_the_admin_with_write_only_env(
     assert admin_client.post(change, {**data, "env_secrets": "TZ_KEY="}).status_code == 302
     server.refresh_from_db()
     assert server.env_map() == {"TZ_KEY": ENV_SECRET}  # blank kept the value
+
+
+def test_an_environment_no_key_opens_is_said_so_and_entered_again_in_the_admin(
+        admin_client: Client, acme: Team) -> None:
+    server = time_server(acme)
+    seal_with_a_lost_key(server, "env")
+    listing = admin_client.get(reverse("admin:integrations_mcpserverconfig_changelist"))
+    assert b"cannot be decrypted: enter them again" in listing.content
+    change = reverse("admin:integrations_mcpserverconfig_change", args=[server.pk])
+    page = admin_client.get(change)
+    assert page.status_code == 200 and UNREADABLE in page.content.decode()
+    data = {"name": server.name, "transport": "stdio", "team": acme.pk, "description": "",
+            "enabled": "on", "command": server.command, "args": json.dumps(server.args),
+            "read_paths": json.dumps(server.read_paths), "sandbox": "on", "network": "on",
+            "url": "", "env_secrets": "TIME_API_KEY=fresh-42", "header_secrets": "",
+            "enabled_tools": "", "connect_timeout_s": "15", "call_timeout_s": "120"}
+    assert admin_client.post(change, data).status_code == 302
+    assert McpServerConfig.objects.get(pk=server.pk).env_map() == {"TIME_API_KEY": "fresh-42"}
 
 
 def test_the_admin_refuses_an_invalid_server(admin_client: Client, acme: Team) -> None:
