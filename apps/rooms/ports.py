@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import OuterRef, QuerySet
 
 from apps.engine.mcp import ElicitationAnswer, ElicitationRequest
@@ -20,13 +21,32 @@ from apps.rooms.models import Message, MessageStatus
 from apps.rooms.transcript import engine_message
 
 __all__ = ["PendingMessages", "RoomAnswers", "RoomApprovals", "RoomElicitations",
-           "pending_rows"]
+           "messages_waiting", "pending_rows"]
 
 
 def pending_rows(conversation_id: int | OuterRef) -> QuerySet[Message]:
     """The conversation's pending messages, oldest first (``OuterRef``: in a subquery)."""
     return Message.objects.filter(conversation_id=conversation_id,
                                   status=MessageStatus.PENDING).order_by("id")
+
+
+def messages_waiting(conversation_id: int) -> bool:
+    """Whether a message of the conversation is pending (:func:`pending_rows` has a row). The
+    statement is written out: the ORM's ``exists()`` took longer to compile than to run, after
+    every step of every run (issue 20)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_waiting_sql(connection.vendor), [conversation_id, MessageStatus.PENDING])
+        return cursor.fetchone() is not None
+
+
+@functools.cache
+def _waiting_sql(vendor: str) -> str:
+    """The statement, once per database vendor (quoting is the vendor's)."""
+    meta, quote = Message._meta, connection.ops.quote_name
+    conversation, status = (quote(meta.get_field(name).column)
+                            for name in ("conversation", "status"))
+    return (f"SELECT 1 FROM {quote(meta.db_table)} WHERE {conversation} = %s "
+            f"AND {status} = %s LIMIT 1")
 
 
 class PendingMessages:
@@ -62,7 +82,7 @@ class PendingMessages:
         bytes (one thread hop for both). Mostly none waits: a look without a transaction
         first (one statement, not three); one posted just after it waits for the next step,
         as one posted just after a take does."""
-        if not pending_rows(self.conversation_id).exists():
+        if not messages_waiting(self.conversation_id):
             return [], []
         with transaction.atomic():
             rows = list(pending_rows(self.conversation_id).select_for_update())

@@ -39,7 +39,7 @@ from apps.rooms.models import (
     RunStatus,
     ToolDecision,
 )
-from apps.rooms.ports import pending_rows
+from apps.rooms.ports import messages_waiting, pending_rows
 from apps.rooms.services.access import require_writer
 from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
 from apps.rooms.services.limits import require_fits, require_under_rate
@@ -369,9 +369,9 @@ def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
     if streaming:
         _close_unfinished(run, MessageStatus.CANCELLED if status == RunStatus.CANCELLED
                           else MessageStatus.ERROR)
-    waiting_rows = pending_rows(run.conversation_id)
     # Mostly none waits: a cheap look first, the rows with their authors only then.
-    pending = list(waiting_rows.select_related("author")) if waiting_rows.exists() else []
+    pending = (list(pending_rows(run.conversation_id).select_related("author"))
+               if messages_waiting(run.conversation_id) else [])
     waiting = next((message for message in pending if message.wakes_agent), None)
     if waiting is None:
         _chat_joins(run, pending)
