@@ -221,7 +221,12 @@ class McpServerConfigForm(forms.ModelForm):
                 headers=merge_secrets(self.stored_headers, data.get("header_secrets") or {}))
             if data.get("new_oauth_client_secret"):
                 self.instance.oauth_client_secret = data["new_oauth_client_secret"]
+            else:  # kept: unless no key opens it any more
+                self.instance.forget_unreadable_client_secret()
         except ApplicationError as exc:
+            # what is stored, as read (none of what no key opens: the model's own checks
+            # would read that and fail, and this form shows no field of theirs)
+            self.instance.set_secrets(env=self.stored_env, headers=self.stored_headers)
             raise forms.ValidationError(exc.message) from None
         team, name = data.get("team"), data.get("name")
         if team is not None and name and mcp_name_taken(team, name, exclude=self.instance.pk):

@@ -24,7 +24,7 @@ from django.db import models
 from django.db.models.query_utils import DeferredAttribute
 
 __all__ = ["DecryptionError", "EncryptedTextField", "Sealed", "decrypt", "encrypt", "fernet",
-           "rotate", "secret_stored"]
+           "rotate", "secret_opens", "secret_stored"]
 
 
 class DecryptionError(RuntimeError):
@@ -137,6 +137,16 @@ class EncryptedTextField(models.TextField):
         if not value:
             return value
         return encrypt(value)
+
+
+def secret_opens(instance: models.Model, name: str) -> bool:
+    """Whether the secret in ``instance``'s EncryptedTextField ``name`` decrypts (an empty one
+    does: there is nothing to open)."""
+    try:
+        getattr(instance, name)
+    except DecryptionError:
+        return False
+    return True
 
 
 def secret_stored(instance: models.Model, name: str) -> bool:

@@ -53,7 +53,13 @@ from apps.engine.mcp.oauth import AuthorizationServer, OAuthFlowError
 from apps.engine.tools.net import NetworkPolicy, UrlRefused, guarded_client
 from apps.integrations.crypto import DecryptionError
 from apps.integrations.mcp_selectors import team_mcp_servers
-from apps.integrations.models import McpOAuthConnection, McpOAuthFlow, McpServerConfig, McpSignIn
+from apps.integrations.models import (
+    UNREADABLE_SECRETS,
+    McpOAuthConnection,
+    McpOAuthFlow,
+    McpServerConfig,
+    McpSignIn,
+)
 
 __all__ = [
     "FLOW_TTL",
@@ -156,6 +162,8 @@ def sign_in_start(*, team: Team, server_id: int, by: User, session_key: str,
         raise _refused("The sign-in cannot start", exc) from None
     except httpx2.HTTPError as exc:
         raise _refused("The server cannot be reached", exc) from None
+    except DecryptionError:
+        raise ApplicationError(ErrorCode.INVALID, str(UNREADABLE_SECRETS)) from None
     url, state, verifier = oauth.authorization_request(found, client_info, redirect_uri)
     # Flows nobody came back to are of no use: each start clears the expired ones.
     McpOAuthFlow.objects.filter(created_at__lt=timezone.now() - FLOW_TTL).delete()

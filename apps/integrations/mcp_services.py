@@ -181,6 +181,8 @@ def _fill(server: McpServerConfig, data: HttpServerInput, *,
     server.oauth_client_id = data.oauth_client_id.strip()
     if data.oauth_client_secret is not None:
         server.oauth_client_secret = data.oauth_client_secret
+    else:  # kept: unless no key opens it any more
+        server.forget_unreadable_client_secret()
 
 
 def _save(server: McpServerConfig, team: Team) -> McpServerConfig:

@@ -19,7 +19,12 @@ from django.utils.translation import gettext_lazy as _
 
 from apps.accounts.models import Team
 from apps.common.models import TimeStampedModel
-from apps.integrations.crypto import DecryptionError, EncryptedTextField
+from apps.integrations.crypto import (
+    DecryptionError,
+    EncryptedTextField,
+    secret_opens,
+    secret_stored,
+)
 
 
 class ProviderKind(models.TextChoices):
@@ -237,17 +242,16 @@ class McpServerConfig(TimeStampedModel):
 
     @property
     def secrets_readable(self) -> bool:
-        """Whether the stored environment and headers decrypt (False: a CONFAB_FERNET_KEYS key
-        was removed before ``rotate_secrets`` ran; they are entered again, and a save
-        replaces them)."""
-        try:
-            self.env_map()
-            self.header_map()
-        except DecryptionError:
-            return False
-        except ValueError:  # they decrypt; the model's validation says what is wrong
-            return True
-        return True
+        """Whether the stored environment, headers and OAuth client secret decrypt (False: a
+        CONFAB_FERNET_KEYS key was removed before ``rotate_secrets`` ran; they are entered
+        again, and a save replaces them)."""
+        return all(secret_opens(self, name) for name in ("env", "headers", "oauth_client_secret"))
+
+    def forget_unreadable_client_secret(self) -> None:
+        """Clear an OAuth client secret no configured key opens (a save would keep it, and
+        validating it would fail): it is no secret any more, and the page asks for it again."""
+        if not secret_opens(self, "oauth_client_secret"):
+            self.oauth_client_secret = ""
 
     @property
     def secrets_notice(self) -> str:
@@ -255,12 +259,12 @@ class McpServerConfig(TimeStampedModel):
         return "" if self.secrets_readable else str(UNREADABLE_SECRETS)
 
     def readable_env(self) -> dict[str, str]:
-        """:meth:`env_map`, or ``{}`` while it cannot be decrypted (:attr:`secrets_readable`)."""
-        return self.env_map() if self.secrets_readable else {}
+        """:meth:`env_map`, or ``{}`` while it cannot be decrypted."""
+        return self.env_map() if secret_opens(self, "env") else {}
 
     def readable_headers(self) -> dict[str, str]:
         """:meth:`header_map`, or ``{}`` while it cannot be decrypted."""
-        return self.header_map() if self.secrets_readable else {}
+        return self.header_map() if secret_opens(self, "headers") else {}
 
     @property
     def env_names(self) -> list[str]:
@@ -423,7 +427,8 @@ def _mcp_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
 def _stdio_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
     if not server.command.strip():
         yield "command", _("A stdio server needs a command.")
-    if server.needs_sign_in or server.oauth_client_id or server.oauth_client_secret:
+    if (server.needs_sign_in or server.oauth_client_id
+            or secret_stored(server, "oauth_client_secret")):
         yield "sign_in", _("Only HTTP servers sign in with OAuth.")
     if server.url or server.headers:
         yield "url", _("A stdio server has no URL or headers.")
@@ -435,6 +440,9 @@ def _stdio_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
         names = server.env_map()
     except ValueError:
         yield "env", _("The environment is not a JSON object of strings.")
+        return
+    except DecryptionError:
+        yield "env", UNREADABLE_SECRETS
         return
     for name in names:
         if not re.fullmatch(ENV_NAME_RE, name):
@@ -448,14 +456,18 @@ def _http_problems(server: McpServerConfig) -> Iterator[tuple[str, str]]:
         yield "url", _("An http:// or https:// URL.")
     if server.command or server.args or server.env or server.read_paths:
         yield "command", _("An HTTP server has no command, arguments, environment or read paths.")
-    if server.oauth_client_secret and not server.oauth_client_id:
+    client_secret = secret_stored(server, "oauth_client_secret")  # whether, not what
+    if client_secret and not server.oauth_client_id:
         yield "oauth_client_id", _("A client secret needs its client id.")
-    if (server.oauth_client_id or server.oauth_client_secret) and not server.needs_sign_in:
+    if (server.oauth_client_id or client_secret) and not server.needs_sign_in:
         yield "sign_in", _("A client id is for a server that needs a sign-in.")
     try:
         names = server.header_map()
     except ValueError:
         yield "headers", _("The headers are not a JSON object of strings.")
+        return
+    except DecryptionError:
+        yield "headers", UNREADABLE_SECRETS
         return
     for name in names:
         if not re.fullmatch(HEADER_NAME_RE, name):

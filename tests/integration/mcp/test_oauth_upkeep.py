@@ -17,7 +17,7 @@ from apps.accounts.models import Team, User
 from apps.integrations import mcp_oauth
 from apps.integrations.mcp_oauth import NotSignedIn, run_access_token
 from apps.integrations.mcp_services import HttpServerInput, mcp_server_update
-from apps.integrations.models import McpOAuthConnection, McpServerConfig, McpSignIn
+from apps.integrations.models import McpOAuthConnection, McpOAuthFlow, McpServerConfig, McpSignIn
 from tests.integration.mcp.oauth_kit import oauth_server, sign_in, start
 from tests.services.oauth_mcp import AuthServerState
 
@@ -151,6 +151,19 @@ def test_sign_ins_whose_tokens_no_key_opens_still_end_with_a_delete_or_a_sign_ou
     assert "The MCP server is deleted." in response.content.decode()
     assert McpOAuthConnection.objects.count() == 0
     assert state.revoked == []
+
+
+def test_a_sign_in_with_a_client_secret_no_key_opens_says_so(
+        acme: Team, alice: User, signed_in: Any, protected: Served) -> None:
+    url, _ = protected
+    server = oauth_server(acme, url, oauth_client_id="cid", oauth_client_secret="secret-1")
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {McpServerConfig._meta.db_table} SET oauth_client_secret = %s",
+                       ["gAAAAABnot-a-token"])
+    response = signed_in(alice).post(f"/teams/{acme.pk}/mcp/{server.pk}/sign-in/", follow=True)
+    assert response.status_code == 200
+    assert "cannot be decrypted with CONFAB_FERNET_KEYS" in response.content.decode()
+    assert not McpOAuthFlow.objects.exists()
 
 
 def test_a_url_change_that_drops_the_sign_ins_revokes_them(

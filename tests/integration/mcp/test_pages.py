@@ -132,6 +132,22 @@ def test_headers_no_key_opens_are_said_so_and_entered_again(signed_in, acme: Tea
     assert UNREADABLE not in client.get(settings_url(acme)).content.decode()
 
 
+def test_a_client_secret_no_key_opens_is_forgotten_when_the_server_is_saved(
+        signed_in, acme: Team, alice: User) -> None:
+    server = http_server(acme, sign_in="team", oauth_client_id="cid",
+                         oauth_client_secret="client-secret-1")
+    for column in ("headers", "oauth_client_secret"):
+        seal_with_a_lost_key(server, column)
+    client = signed_in(alice)
+    page = client.get(url("mcp_server_edit", acme, server.pk))
+    assert page.status_code == 200 and UNREADABLE in page.content.decode()
+    response = client.post(url("mcp_server_edit", acme, server.pk), add_data(
+        headers="X-Key: fresh", sign_in="team", oauth_client_id="cid", oauth_client_secret=""))
+    assert response.status_code == 302
+    server = McpServerConfig.objects.get(pk=server.pk)
+    assert (server.header_map(), server.oauth_client_secret) == ({"X-Key": "fresh"}, "")
+
+
 def test_staff_stdio_servers_have_no_edit_page_for_the_team(signed_in, acme: Team,
                                                             alice: User) -> None:
     stdio = time_server(acme)
@@ -264,6 +280,22 @@ def test_an_environment_no_key_opens_is_said_so_and_entered_again_in_the_admin(
             "enabled_tools": "", "connect_timeout_s": "15", "call_timeout_s": "120"}
     assert admin_client.post(change, data).status_code == 302
     assert McpServerConfig.objects.get(pk=server.pk).env_map() == {"TIME_API_KEY": "fresh-42"}
+
+
+def test_a_blank_value_for_an_environment_no_key_opens_is_a_form_error(
+        admin_client: Client, acme: Team) -> None:
+    """Blank keeps a stored value: there is none to keep."""
+    server = time_server(acme)
+    seal_with_a_lost_key(server, "env")
+    change = reverse("admin:integrations_mcpserverconfig_change", args=[server.pk])
+    data = {"name": server.name, "transport": "stdio", "team": acme.pk, "description": "",
+            "enabled": "on", "command": server.command, "args": json.dumps(server.args),
+            "read_paths": json.dumps(server.read_paths), "sandbox": "on", "network": "on",
+            "url": "", "env_secrets": "TIME_API_KEY=", "header_secrets": "",
+            "enabled_tools": "", "connect_timeout_s": "15", "call_timeout_s": "120"}
+    response = admin_client.post(change, data)
+    assert response.status_code == 200 and b"TIME_API_KEY" in response.content
+    assert b"errornote" in response.content  # refused, with the reason on the form
 
 
 def test_the_admin_refuses_an_invalid_server(admin_client: Client, acme: Team) -> None:
