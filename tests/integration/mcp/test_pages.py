@@ -264,6 +264,16 @@ def test_staff_define_a_stdio_catalog_entry_in_the_admin_with_write_only_env(
     assert server.env_map() == {"TZ_KEY": ENV_SECRET}  # blank kept the value
 
 
+def admin_form(server: McpServerConfig, env_secrets: str) -> dict[str, object]:
+    """The admin's change form of the team's stdio ``server`` as stored, with ``env_secrets``."""
+    return {"name": server.name, "transport": "stdio", "team": server.team_id,
+            "description": "", "enabled": "on", "command": server.command,
+            "args": json.dumps(server.args), "read_paths": json.dumps(server.read_paths),
+            "sandbox": "on", "network": "on", "url": "", "env_secrets": env_secrets,
+            "header_secrets": "", "enabled_tools": "", "connect_timeout_s": "15",
+            "call_timeout_s": "120"}
+
+
 def test_an_environment_no_key_opens_is_said_so_and_entered_again_in_the_admin(
         admin_client: Client, acme: Team) -> None:
     server = time_server(acme)
@@ -273,12 +283,8 @@ def test_an_environment_no_key_opens_is_said_so_and_entered_again_in_the_admin(
     change = reverse("admin:integrations_mcpserverconfig_change", args=[server.pk])
     page = admin_client.get(change)
     assert page.status_code == 200 and UNREADABLE in page.content.decode()
-    data = {"name": server.name, "transport": "stdio", "team": acme.pk, "description": "",
-            "enabled": "on", "command": server.command, "args": json.dumps(server.args),
-            "read_paths": json.dumps(server.read_paths), "sandbox": "on", "network": "on",
-            "url": "", "env_secrets": "TIME_API_KEY=fresh-42", "header_secrets": "",
-            "enabled_tools": "", "connect_timeout_s": "15", "call_timeout_s": "120"}
-    assert admin_client.post(change, data).status_code == 302
+    assert admin_client.post(change, admin_form(server, "TIME_API_KEY=fresh-42")
+                             ).status_code == 302
     assert McpServerConfig.objects.get(pk=server.pk).env_map() == {"TIME_API_KEY": "fresh-42"}
 
 
@@ -288,12 +294,7 @@ def test_a_blank_value_for_an_environment_no_key_opens_is_a_form_error(
     server = time_server(acme)
     seal_with_a_lost_key(server, "env")
     change = reverse("admin:integrations_mcpserverconfig_change", args=[server.pk])
-    data = {"name": server.name, "transport": "stdio", "team": acme.pk, "description": "",
-            "enabled": "on", "command": server.command, "args": json.dumps(server.args),
-            "read_paths": json.dumps(server.read_paths), "sandbox": "on", "network": "on",
-            "url": "", "env_secrets": "TIME_API_KEY=", "header_secrets": "",
-            "enabled_tools": "", "connect_timeout_s": "15", "call_timeout_s": "120"}
-    response = admin_client.post(change, data)
+    response = admin_client.post(change, admin_form(server, "TIME_API_KEY="))
     assert response.status_code == 200 and b"TIME_API_KEY" in response.content
     assert b"errornote" in response.content  # refused, with the reason on the form
 
