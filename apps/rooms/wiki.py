@@ -11,6 +11,7 @@ wiki's open pages.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -153,7 +154,33 @@ def wiki_mounts(store_of: Callable[[], WikiStore]) -> ReadOnlyMounts:
 def wiki_prompt(store: WikiStore) -> str:
     """The system prompt's wiki section: what the wiki is for, how to use the tools, and what
     is in it (the top-level pages with their titles and the folders; at most about 30 lines).
-    Blocking (git): call it where the run is set up, in a worker thread."""
+    Blocking (git): call it where the run is set up, in a worker thread.
+
+    Kept per repository until ``main`` moves (:meth:`WikiStore.main_ref_key`): opening the
+    repository was a millisecond of every run's setup (issue 20), for a section that changes
+    only when someone writes to the wiki."""
+    key = store.main_ref_key()
+    cached = _prompts.get(store.path)
+    if key is not None and cached is not None and cached[0] == key:
+        return cached[1]
+    prompt, complete = _wiki_section(store)
+    if key is not None and complete:
+        with _prompts_lock:  # setups run in several threads
+            _prompts.pop(store.path, None)
+            if len(_prompts) >= _PROMPTS_KEPT:
+                del _prompts[next(iter(_prompts))]  # the least recently written
+            _prompts[store.path] = (key, prompt)
+    return prompt
+
+
+_PROMPTS_KEPT = 1024
+_prompts: dict[Path, tuple[bytes, str]] = {}
+"""wiki_prompt's cache: repository -> (its main_ref_key, the section)."""
+_prompts_lock = threading.Lock()
+
+
+def _wiki_section(store: WikiStore) -> tuple[str, bool]:
+    """The section, and whether it shows the wiki (False: it says the wiki cannot be read)."""
     lines = [
         "The team has a wiki: its shared memory, which everyone in the team reads and edits. "
         "Look things up there before asking people, and write down what the team decides "
@@ -169,10 +196,10 @@ def wiki_prompt(store: WikiStore) -> str:
     try:
         files = store.list("")
     except WikiError as e:
-        return "\n".join([*lines, f"(The wiki cannot be read right now: {e.message})"])
+        return "\n".join([*lines, f"(The wiki cannot be read right now: {e.message})"]), False
     pages = [f for f in files if is_page(f.path)]
     if not pages:
-        return "\n".join([*lines, "The wiki is empty so far."])
+        return "\n".join([*lines, "The wiki is empty so far."]), True
     top = [f for f in pages if "/" not in f.path]
     folders: dict[str, int] = {}
     for f in pages:
@@ -188,7 +215,7 @@ def wiki_prompt(store: WikiStore) -> str:
         text = ", ".join(f"{name}/ ({count})" for name, count in shown)
         more = len(folders) - len(shown)
         lines.append("Folders: " + text + (f", and {more} more" if more > 0 else "") + ".")
-    return "\n".join(lines)
+    return "\n".join(lines), True
 
 
 def _one_line(text: str) -> str:

@@ -12,6 +12,7 @@ The server's own environment is trusted, but the variables that would point git 
 
 from __future__ import annotations
 
+import configparser
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -115,10 +116,12 @@ class GitSession:
 @contextmanager
 def git_session(git_dir: Path, timeout_s: float) -> Iterator[GitSession]:
     """The repository at ``git_dir`` opened for one operation and closed after it: gitpython
-    keeps ``cat-file`` processes and pack handles otherwise (its docs, GitPython#1208)."""
+    keeps ``cat-file`` processes and pack handles otherwise (its docs, GitPython#1208).
+    WikiUnavailable when it cannot be opened (gone, unreadable, or a config file git refuses:
+    gitpython reads it as it opens the repository)."""
     try:
         repo = Repo(git_dir)
-    except GitError as error:
+    except (GitError, configparser.Error, OSError) as error:
         raise WikiUnavailable(f"The wiki's repository cannot be opened: {error}") from error
     with repo:
         yield GitSession(repo, git_dir, timeout_s)

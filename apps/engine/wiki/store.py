@@ -86,6 +86,21 @@ class WikiStore:
         with self._reading() as session:
             return _head(session) if session else None
 
+    def main_ref_key(self) -> bytes | None:
+        """Bytes that change whenever ``main`` moves, read without git, for caching what depends
+        only on ``main``'s commit: the loose ref's file (``<commit>\\n``), else the packed refs'
+        (git rewrites either by renaming a whole new file over it, so a read sees one state or
+        the other). None when neither is there: no repository yet, an empty one, or a ref
+        storage this does not know (reftable): callers then read through git."""
+        for name in ("refs/heads/main", "packed-refs"):
+            try:
+                return (self.path / name).read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return None
+        return None
+
     def list(self, prefix: str = "") -> list[PageInfo]:
         """Every file at ``main`` whose path starts with ``prefix`` (pages and attachments;
         :func:`~apps.engine.wiki.is_page` tells them apart), sorted by path."""

@@ -3,6 +3,8 @@ tools and what is at its top level, in a bounded number of lines."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from apps.accounts.models import Team, User
@@ -34,6 +36,31 @@ def test_the_prompt_names_the_top_level_pages_and_folders_in_bounded_lines(acme:
     assert lines[3] == "- Page00.md: Title 0"
     assert "- ... and 11 more (WikiList shows them all)" in lines
     assert lines[-1] == "Folders: ops/ (5)."
+
+
+def test_the_section_is_kept_until_main_moves_whether_its_ref_is_loose_or_packed(
+        acme: Team) -> None:
+    store = seed(acme, {"Home.md": "# Acme home\n"})
+    first = wiki_prompt(store)
+    assert wiki_prompt(store_for(acme)) is first  # kept: no git this time
+    seed(acme, {"Plans.md": "# Plans\n"})
+    second = wiki_prompt(store)
+    assert "- Plans.md: Plans" in second and "- Home.md: Acme home" in second
+    subprocess.run(["git", "--git-dir", str(store.path), "pack-refs", "--all"], check=True)
+    assert not (store.path / "refs/heads/main").exists()  # main is in packed-refs only
+    assert wiki_prompt(store) == second
+    seed(acme, {"Zebra.md": "# Zebra\n"})  # a loose ref again, beside the packed one
+    assert "- Zebra.md: Zebra" in wiki_prompt(store)
+
+
+def test_a_wiki_that_cannot_be_read_is_not_kept_as_such(acme: Team) -> None:
+    store = seed(acme, {"Home.md": "# Acme home\n"})
+    config = store.path / "config"
+    text = config.read_bytes()
+    config.write_text("[core\n")  # git and gitpython refuse a broken config
+    assert "cannot be read right now" in wiki_prompt(store)
+    config.write_bytes(text)
+    assert "- Home.md: Acme home" in wiki_prompt(store)
 
 
 def test_the_run_is_set_up_with_the_wiki_in_its_system_prompt(acme: Team, alice: User) -> None:
