@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from apps.wiki.stores import store_for
 from tests.integration.wiki.conftest import HOME, git
 
 pytestmark = pytest.mark.django_db
@@ -282,6 +283,15 @@ def test_an_empty_wiki_lists_nothing_and_has_no_pages(acme, alice, token_client)
     assert client.get(pages(acme)).json() == []
     assert client.get(f"{pages(acme)}/Home.md").status_code == 404
     assert client.get(f"/api/teams/{acme.pk}/wiki/search", {"q": "x"}).json() == []
+
+
+def test_a_repository_git_cannot_open_is_a_503_that_keeps_git_s_words_to_the_log(
+        acme, alice, home, token_client) -> None:
+    config = store_for(acme).path / "config"
+    config.write_text("[core\n")  # a config gitpython refuses as it opens the repository
+    answer = token_client(alice).get(f"{pages(acme)}/Home.md")
+    assert answer.status_code == 503
+    assert answer.json()["code"] == "unavailable" and "config" not in answer.content.decode()
 
 
 def test_attachments_are_uploaded_and_served_safely(acme, alice, carol, token_client) -> None:
