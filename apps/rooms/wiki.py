@@ -164,7 +164,8 @@ def wiki_prompt(store: WikiStore) -> str:
     if key is not None and cached is not None and cached[0] == key:
         return cached[1]
     prompt, complete = _wiki_section(store)
-    if key is not None and complete:
+    # kept only when main did not move while it was listed: the key then names what was read
+    if key is not None and complete and store.main_ref_key() == key:
         with _prompts_lock:  # setups run in several threads
             _prompts.pop(store.path, None)
             if len(_prompts) >= _PROMPTS_KEPT:

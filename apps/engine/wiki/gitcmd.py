@@ -23,7 +23,7 @@ from git.exc import GitCommandError, GitError
 from git.refs.symbolic import SymbolicReference
 
 from apps.engine.gitconfig import command_line_config
-from apps.engine.wiki.errors import WikiUnavailable
+from apps.engine.wiki.errors import WikiDamaged, WikiUnavailable
 
 __all__ = ["ZERO_OID", "GitSession", "git_session", "hardened_env", "init_bare"]
 
@@ -117,12 +117,15 @@ class GitSession:
 def git_session(git_dir: Path, timeout_s: float) -> Iterator[GitSession]:
     """The repository at ``git_dir`` opened for one operation and closed after it: gitpython
     keeps ``cat-file`` processes and pack handles otherwise (its docs, GitPython#1208).
-    WikiUnavailable when it cannot be opened (gone, unreadable, or a config file git refuses:
-    gitpython reads it as it opens the repository)."""
+    WikiUnavailable when git cannot open it; WikiDamaged when gitpython cannot read its config
+    file (it parses it as it opens the repository, and refuses some that git reads: bytes that
+    are not UTF-8)."""
     try:
         repo = Repo(git_dir)
-    except (GitError, configparser.Error, OSError) as error:
+    except GitError as error:
         raise WikiUnavailable(f"The wiki's repository cannot be opened: {error}") from error
+    except (configparser.Error, ValueError) as error:
+        raise WikiDamaged(git_dir, f"its config cannot be read: {error}") from error
     with repo:
         yield GitSession(repo, git_dir, timeout_s)
 

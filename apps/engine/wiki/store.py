@@ -90,15 +90,17 @@ class WikiStore:
         """Bytes that change whenever ``main`` moves, read without git, for caching what depends
         only on ``main``'s commit: the loose ref's file (``<commit>\\n``), else the packed refs'
         (git rewrites either by renaming a whole new file over it, so a read sees one state or
-        the other). None when neither is there: no repository yet, an empty one, or a ref
-        storage this does not know (reftable): callers then read through git."""
+        the other). None when neither is there (no repository yet, an empty one, or a ref
+        storage this does not know: reftable) or when ``main`` is a symbolic ref (its bytes
+        stay while its target moves): callers then read through git."""
         for name in ("refs/heads/main", "packed-refs"):
             try:
-                return (self.path / name).read_bytes()
+                key = (self.path / name).read_bytes()
             except FileNotFoundError:
                 continue
             except OSError:
                 return None
+            return None if key.startswith(b"ref:") else key
         return None
 
     def list(self, prefix: str = "") -> list[PageInfo]:

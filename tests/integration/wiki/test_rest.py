@@ -285,13 +285,19 @@ def test_an_empty_wiki_lists_nothing_and_has_no_pages(acme, alice, token_client)
     assert client.get(f"/api/teams/{acme.pk}/wiki/search", {"q": "x"}).json() == []
 
 
-def test_a_repository_git_cannot_open_is_a_503_that_keeps_git_s_words_to_the_log(
-        acme, alice, home, token_client) -> None:
+@pytest.mark.parametrize("broken", [lambda good: b"[core\n",
+                                    lambda good: good + b"[user]\n\tname = Ren\xe9\n"],
+                         ids=["git refuses it", "git reads it, gitpython does not"])
+def test_a_repository_whose_config_cannot_be_read_is_a_503_that_says_it_is_damaged(
+        acme, alice, home, token_client, broken, caplog) -> None:
     config = store_for(acme).path / "config"
-    config.write_text("[core\n")  # a config gitpython refuses as it opens the repository
+    config.write_bytes(broken(config.read_bytes()))  # gitpython reads it as it opens the repo
     answer = token_client(alice).get(f"{pages(acme)}/Home.md")
     assert answer.status_code == 503
-    assert answer.json()["code"] == "unavailable" and "config" not in answer.content.decode()
+    body = answer.json()
+    assert body["code"] == "unavailable" and "restore it from a backup" in body["message"]
+    assert "config" not in answer.content.decode()  # git's words and the path: the log's
+    assert "its config cannot be read" in caplog.text
 
 
 def test_attachments_are_uploaded_and_served_safely(acme, alice, carol, token_client) -> None:
