@@ -39,10 +39,15 @@ steps (no single-conversation points, no early stop) for a quick A/B of two buil
 process is stopped at the end.
 
 Per step it also prints the worker's CPU per streamed token and Daphne's CPU per ``text_delta``
-frame it delivered (µs). To see where that time goes, profile the two processes during a step
-with py-spy (``pip install py-spy``; ``--keep-logs`` keeps the stack up no longer than the run,
-so attach while it runs): ``py-spy record -r 200 -f raw -o worker.txt -d 45 --pid <pid of
-manage.py runworker agent-runs>``, the same with Daphne's pid, or ``py-spy dump --pid <pid>``.
+frame it delivered (µs), and splits the worker's in two: its CPU per token while every run of
+the step streams (read off a trace of its CPU every 0.2 s, over the window in which every
+conversation's stamps run) and the rest per run, each run's fixed cost (setup, first and last
+message, end). At 64 x 5 with 400-token runs the fixed part was about a third of the figure
+(issue 20: streaming 113-141 µs/token + 19-34 ms per run). To see where that time goes,
+profile the two processes during a step with py-spy (``pip install py-spy``; ``--keep-logs``
+keeps the stack up no longer than the run, so attach while it runs): ``py-spy record -r 200
+-f raw -o worker.txt -d 45 --pid <pid of manage.py runworker agent-runs>``, the same with
+Daphne's pid, or ``py-spy dump --pid <pid>``.
 Add ``--nonblocking`` when the step's CPU figures matter: by default py-spy pauses the process
 for every sample, which inflates its CPU per frame. To see the streaming alone, start it a few
 seconds after the previous step's line (the next step's joins settle first) for a few seconds.
@@ -136,6 +141,7 @@ class Sample:
     first_p99: float | None = None  # when the step was measured twice: the first p99
     first_stamp: dict[int, float] = field(default_factory=dict)
     last_stamp: dict[int, float] = field(default_factory=dict)
+    worker_trace: list[tuple[float, float]] = field(default_factory=list)  # (time, CPU s)
 
     @property
     def sockets(self) -> int:
@@ -177,12 +183,41 @@ class Sample:
         fakellm = self.fakellm_us_per_token
         return self.worker_us_per_token / fakellm if fakellm > 0 else float("nan")
 
+    def worker_split(self) -> tuple[float, float]:
+        """The worker's CPU per token while every run of the step streams (µs: the stamps'
+        window from the last first token to the first last token, half a second in from each
+        end, read off ``worker_trace``), and what the rest of the step cost per run (ms: each
+        run's setup, start and end, its fixed cost). NaNs when the window is under a second
+        (short runs) or was not traced."""
+        if not self.first_stamp or len(self.worker_trace) < 2:
+            return float("nan"), float("nan")
+        start = max(self.first_stamp.values()) + 0.5
+        end = min(self.last_stamp.values()) - 0.5
+        if end - start < 1.0:
+            return float("nan"), float("nan")
+        streamed = sum(  # tokens leave fakellm evenly between a run's first and last stamp
+            (min(end, self.last_stamp[c]) - max(start, self.first_stamp[c]))
+            * (self.tokens - 1) / (self.last_stamp[c] - self.first_stamp[c])
+            for c in self.first_stamp)
+        streaming = (_cpu_at(self.worker_trace, end) - _cpu_at(self.worker_trace, start)) \
+            * 1e6 / streamed
+        fixed = (self.cpu_s["worker"] * 1e6 - streaming * self.conversations * self.tokens) \
+            / self.conversations / 1000
+        return streaming, fixed
+
     @property
     def pace(self) -> float:
         """Tokens per second the producer actually reached (mean over conversations)."""
         rates = [(self.tokens - 1) / (self.last_stamp[c] - self.first_stamp[c])
                  for c in self.first_stamp if self.last_stamp[c] > self.first_stamp[c]]
         return sum(rates) / len(rates) if rates else float("nan")
+
+
+def _cpu_at(trace: list[tuple[float, float]], moment: float) -> float:
+    """CPU seconds at ``moment``, interpolated between the trace's readings around it."""
+    after = next((i for i, (t, _) in enumerate(trace) if t >= moment), len(trace) - 1)
+    (t0, c0), (t1, c1) = trace[max(0, after - 1)], trace[max(1, after)]
+    return c0 + (c1 - c0) * (moment - t0) / (t1 - t0) if t1 > t0 else c1
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -254,6 +289,15 @@ class CpuMeter:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+    async def trace(self, name: str, into: list[tuple[float, float]],
+                    every_s: float = 0.2) -> None:
+        """Append ``(time.time(), CPU seconds since the start)`` of ``name``'s tree to
+        ``into`` every ``every_s`` until cancelled (its CPU over time within the step)."""
+        pid = self.pids[name]
+        while True:
+            into.append((time.time(), self._cpu(pid) - self._start[name]))
+            await asyncio.sleep(every_s)
 
 
 @dataclass
@@ -533,7 +577,11 @@ class Bench:
         try:
             sample.settle = await quiesce(clients)
             with CpuMeter(ctx.cpu_pids) as meter:
-                await run_step(sample, clients, kick, self.args.stagger)
+                tracing = asyncio.create_task(meter.trace("worker", sample.worker_trace))
+                try:
+                    await run_step(sample, clients, kick, self.args.stagger)
+                finally:
+                    tracing.cancel()
                 sample.cpu, sample.cpu_s = meter.result(), meter.seconds()
             unfinished = {c.conversation for c in clients if not c.ended}
             for client in clients:  # stop what overran the deadline, so the next step is clean
@@ -631,9 +679,14 @@ def progress(sample: Sample) -> None:
              if sample.closed else "") +
           f"cpu% {cpu_text(sample.cpu)}"
           + (f"  worker {fmt(sample.worker_us_per_token)} µs/token "
-             f"({sample.worker_per_fakellm:.2f} x fakellm's), daphne "
+             f"({sample.worker_per_fakellm:.2f} x fakellm's; {split_text(sample)}), daphne "
              f"{fmt(sample.daphne_us_per_frame)} µs/frame" if "worker" in sample.cpu_s else ""),
           flush=True)
+
+
+def split_text(sample: Sample) -> str:
+    streaming, fixed = sample.worker_split()
+    return f"streaming {fmt(streaming)} µs/token + {fmt(fixed)} ms per run"
 
 
 async def bench_bare(bench: Bench, stack: Any, points: list[tuple[int, int]]
@@ -782,6 +835,8 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
           "for the database thread); the rest of 'confab' is commit -> Redis -> Daphne -> client.")
     print("'x fakellm': the worker's CPU per token over fakellm's, whose work per token is the "
           "same at every step: it holds still while the machine's speed moves the µs.")
+    print("'streaming ... + ... per run' (each step's line): the worker's CPU per token while "
+          "every run streams, and the rest of the step's CPU per run (setup, start, end).")
     bare_ok = [n for (kind, n, w), s in bare.items()
                if kind == "bare" and w == WATCHERS and s.pct(99) <= args.threshold_ms]
     print()
