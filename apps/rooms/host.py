@@ -309,7 +309,9 @@ class RunHost:
         compaction = CompactionState(consecutive_failures=conversation.compaction_failures,
                                      paused_until=conversation.compaction_paused_until)
         memory = SessionMemory(provider, setup.model, workspace,
-                               state=SessionMemoryState(extracted_upto=conversation.memory_upto))
+                               state=SessionMemoryState(extracted_upto=conversation.memory_upto),
+                               min_tokens=conf["NOTES_MIN_TOKENS"],
+                               min_tool_calls=conf["NOTES_MIN_TOOL_CALLS"])
         tools = default_tools()  # the MCP manager adds the team's MCP tools to it
         wiki = setup.wiki
         assert wiki is not None

@@ -71,6 +71,11 @@ Two things are set for the stack to survive the benchmark, both reported to the 
 Redis URL carries ``socket_timeout=30`` (redis-py 8's 5 s default read timeout equals
 channels-redis's 5 s BZPOPMIN: an idle channel layer raises TimeoutError, redis/redis-py#4091),
 and the message rate limit is lifted (``CONFAB_MESSAGES_PER_MINUTE``: alice starts every run).
+The session-notes agent's threshold is scaled by the stamps' weight in the token estimate
+(``CONFAB_NOTES_MIN_TOKENS``, :func:`notes_min_tokens`; ``--env`` overrides it): a stamp counts
+some twenty tokens, so unscaled every 400-token run started a notes agent, a model request that
+the same words without stamps would not make (issue 20: about a tenth of the worker's CPU per
+token, and of fakellm's, so ``x fakellm`` hid it).
 PostgreSQL runs with the test services' settings (``fsync=off``, ``synchronous_commit=off``).
 """
 
@@ -97,7 +102,10 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, broadcast, serve
 
+from apps.engine.compaction.session_memory import MIN_TOKENS
+from apps.engine.compaction.tokens import text_tokens
 from apps.engine.fakellm.wire import stamps
+from apps.engine.providers.script import pieces
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
@@ -116,6 +124,17 @@ SETTLE_TIMEOUT = 60.0  # for the runs of a step to end after its clients gave up
 
 def script_text(tokens: int) -> str:
     return " ".join(f"w{i}" for i in range(tokens))
+
+
+def notes_min_tokens(tokens: int) -> int:
+    """``CONFAB_NOTES_MIN_TOKENS`` for the benchmark: confab's default scaled by the stamps'
+    weight in the token estimate (their digits count 1.2 tokens each), so that the notes agent
+    is due as often per streamed word as for the same words without stamps. Unscaled, every
+    400-token run (13,000 tokens estimated with its stamps, 1,500 without) started a notes
+    agent: a model request per run that the stamps, not the conversation, asked for."""
+    words = script_text(tokens)
+    stamped = "".join(f"⟦{time.time():.6f}⟧{piece}" for piece in pieces(words))
+    return round(MIN_TOKENS * text_tokens(stamped) / text_tokens(words))
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -776,7 +795,8 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
           f"{'s' if args.workers > 1 else ''} + Redis + PostgreSQL, "
           f"coalescing {COALESCE_MS:.0f} ms / {COALESCE_BYTES} B; bare: one websockets server, "
           f"same coalescing; {os.cpu_count()} CPUs, clients in one process; load average "
-          f"{bench.load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+          f"{bench.load_before:.1f} before, {os.getloadavg()[0]:.1f} after; session notes due "
+          f"every {notes_min_tokens(args.tokens):,} tokens estimated (scaled for the stamps)"
           + (f"; {' '.join(args.env)}" if args.env else "") + ".")
     print()
     header = (f"{'conv x watchers':>15} | {'confab p50':>10} {'p99':>5} {'lost':>4} "
@@ -873,6 +893,7 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> None:
                          CONFAB_COALESCE_BYTES=str(COALESCE_BYTES),
                          **{"CONFAB_MESSAGES_PER_MINUTE": "1000000",
                             "CONFAB_LOG_LEVEL": "WARNING",
+                            "CONFAB_NOTES_MIN_TOKENS": str(notes_min_tokens(args.tokens)),
                             **dict(item.split("=", 1) for item in args.env)})
         run_manage(["migrate", "--noinput"], env, timeout=300)
         with ProcessStack(env, workdir / "confab", redis_url=redis.url) as stack:

@@ -108,3 +108,22 @@ async def test_a_notes_agent_gets_the_timeout_after_the_end_then_is_cancelled(
     await asyncio.sleep(0.2)
     assert await _memory_upto(conversation) == 0  # cancelled: the next run's steps redo it
     await a.close()
+
+
+@pytest.mark.parametrize(("setting", "step"), [
+    ({"NOTES_MIN_TOKENS": 1}, [{"text": "a short answer"}]),
+    ({"NOTES_MIN_TOOL_CALLS": 2}, BUSY_STEP[:2]),
+], ids=["tokens", "tool calls"])
+async def test_how_often_the_notes_agent_runs_is_a_setting(
+        alice: User, conversation, worker, gate: RequestGate, settings,
+        setting: dict[str, int], step: list[dict[str, object]]) -> None:
+    settings.CONFAB = {**settings.CONFAB, **setting}  # the defaults leave this run's notes be
+    a, _ = await connect(alice, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(*step, {"text": "done"})})
+    await a.until_event("run_ended")
+    await gate.until(held=1)
+    gate.open()
+    async with asyncio.timeout(10):
+        while await _memory_upto(conversation) == 0:
+            await asyncio.sleep(0.02)
+    await a.close()

@@ -27,9 +27,13 @@ from apps.engine.tools.builtin.read import ReadTool
 from apps.engine.tools.registry import ToolRegistry
 from apps.engine.tools.workspace import open_in_workspace, resolve_path
 
-__all__ = ["MEMORY_FILE", "SessionMemory", "SessionMemoryState"]
+__all__ = ["MEMORY_FILE", "MIN_TOKENS", "MIN_TOOL_CALLS", "SessionMemory", "SessionMemoryState"]
 
 MEMORY_FILE = ".confab/memory.md"
+MIN_TOKENS = 8_000
+"""Tokens (estimated) since the last extraction that make the notes due, by default."""
+MIN_TOOL_CALLS = 8
+"""Tool calls since the last extraction that make the notes due, by default."""
 _MAX_NOTES_BYTES = 64 * 1024
 TEMPLATE = """# Session notes
 
@@ -64,8 +68,8 @@ class SessionMemory(RunHooks):
     ``min_tool_calls`` have passed since the last extraction."""
 
     def __init__(self, provider: AiProvider, model: str, workspace: Path, *,
-                 state: SessionMemoryState | None = None, min_tokens: int = 8_000,
-                 min_tool_calls: int = 8) -> None:
+                 state: SessionMemoryState | None = None, min_tokens: int = MIN_TOKENS,
+                 min_tool_calls: int = MIN_TOOL_CALLS) -> None:
         self.provider = provider
         self.model = model
         self.workspace = workspace
