@@ -50,15 +50,18 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise EnvError(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
 
 
-def env_int(name: str, default: int) -> int:
-    """A whole number."""
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    """A whole number, at least ``minimum`` when one is given."""
     value = _raw(name)
     if value is None or not value.strip():
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise EnvError(f"{name}={value!r} is not a whole number") from None
+    if minimum is not None and number < minimum:
+        raise EnvError(f"{name}={value!r} is under its minimum, {minimum}")
+    return number
 
 
 def env_float(name: str, default: float) -> float:

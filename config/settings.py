@@ -267,8 +267,8 @@ CONFAB = {
     "NOTES_TIMEOUT_S": env_float("CONFAB_NOTES_TIMEOUT_S", 120.0),
     # The notes agent folds the conversation in once this many tokens (estimated, as for
     # compaction) or tool calls have passed since it last did: each time is a model request.
-    "NOTES_MIN_TOKENS": env_int("CONFAB_NOTES_MIN_TOKENS", 8_000),
-    "NOTES_MIN_TOOL_CALLS": env_int("CONFAB_NOTES_MIN_TOOL_CALLS", 8),
+    "NOTES_MIN_TOKENS": env_int("CONFAB_NOTES_MIN_TOKENS", 8_000, minimum=1),
+    "NOTES_MIN_TOOL_CALLS": env_int("CONFAB_NOTES_MIN_TOOL_CALLS", 8, minimum=1),
     # After 3 failed compactions in a row, automatic compaction waits this long (s) before it
     # tries again; a member's "compact now" does not wait.
     "COMPACTION_COOLDOWN_S": env_float("CONFAB_COMPACTION_COOLDOWN_S", 600.0),

@@ -39,24 +39,24 @@ steps (no single-conversation points, no early stop) for a quick A/B of two buil
 process is stopped at the end.
 
 Per step it also prints the worker's CPU per streamed token and Daphne's CPU per ``text_delta``
-frame it delivered (µs), and splits the worker's in two: its CPU per token while every run of
-the step streams (read off a trace of its CPU every 0.2 s, over the window in which every
-conversation's stamps run) and the rest per run, each run's fixed cost (setup, first and last
-message, end). At 64 x 5 with 400-token runs the fixed part was about a third of the figure
-(issue 20: streaming 113-141 µs/token + 19-34 ms per run). To see where that time goes,
-profile the two processes during a step with py-spy (``pip install py-spy``; ``--keep-logs``
-keeps the stack up no longer than the run, so attach while it runs): ``py-spy record -r 200
--f raw -o worker.txt -d 45 --pid <pid of manage.py runworker agent-runs>``, the same with
-Daphne's pid, or ``py-spy dump --pid <pid>``.
-Add ``--nonblocking`` when the step's CPU figures matter: by default py-spy pauses the process
-for every sample, which inflates its CPU per frame. To see the streaming alone, start it a few
-seconds after the previous step's line (the next step's joins settle first) for a few seconds.
-The profiles in issue 20's notes were taken that way with ``py-spy record --nonblocking --gil
--r 300 -f raw -o worker.txt -d 25 --pid <pid>`` (``--gil``: only samples holding the GIL, the
-CPU the event loop competes for) during a 32- and a 48-conversation step of 2000-token runs.
-Where a step's p99 comes from shows by bucketing its latencies by the stamp's time since the
-step's first token: while runs stream the p99 stays near 100 ms at 48 conversations; their
-starts and their ends, all within a second of each other here, make the tail.
+frame it delivered (µs), and splits the worker's in two: its CPU per token while every run of the
+step streams (read off a trace of its CPU every 0.2 s, over the window in which every conversation's
+stamps run) and the rest per run, each run's fixed cost (setup, first and last message, end, and
+what their streaming costs beyond the steady rate). At 64 x 5 with 400-token runs the fixed part was
+about a third of the figure (issue 20: streaming 100-121 µs/token + 18-20 ms per run). It is printed
+for steps whose every run streamed for over two seconds. To see where that time goes, profile the
+two processes during a step with py-spy (``pip install py-spy``; ``--keep-logs`` keeps the stack up
+no longer than the run, so attach while it runs): ``py-spy record -r 200 -f raw -o worker.txt -d 45
+--pid <pid of manage.py runworker agent-runs>``, the same with Daphne's pid, or ``py-spy dump --pid
+<pid>``. Add ``--nonblocking`` when the step's CPU figures matter: by default py-spy pauses the
+process for every sample, which inflates its CPU per frame. To see the streaming alone, start it a
+few seconds after the previous step's line (the next step's joins settle first) for a few seconds.
+The profiles in issue 20's notes were taken that way with ``py-spy record --nonblocking --gil -r 300
+-f raw -o worker.txt -d 25 --pid <pid>`` (``--gil``: only samples holding the GIL, the CPU the event
+loop competes for) during a 32- and a 48-conversation step of 2000-token runs. Where a step's p99
+comes from shows by bucketing its latencies by the stamp's time since the step's first token: while
+runs stream the p99 stays near 100 ms at 48 conversations; their starts and their ends, all within a
+second of each other here, make the tail.
 
 The machine's own speed drifts: the same build's worker CPU per token has moved from 148 to
 249 µs within 90 minutes here (64 x 5), and fakellm's with it. fakellm does the same work per
@@ -71,11 +71,11 @@ Two things are set for the stack to survive the benchmark, both reported to the 
 Redis URL carries ``socket_timeout=30`` (redis-py 8's 5 s default read timeout equals
 channels-redis's 5 s BZPOPMIN: an idle channel layer raises TimeoutError, redis/redis-py#4091),
 and the message rate limit is lifted (``CONFAB_MESSAGES_PER_MINUTE``: alice starts every run).
-The session-notes agent's threshold is scaled by the stamps' weight in the token estimate
-(``CONFAB_NOTES_MIN_TOKENS``, :func:`notes_min_tokens`; ``--env`` overrides it): a stamp counts
-some twenty tokens, so unscaled every 400-token run started a notes agent, a model request that
-the same words without stamps would not make (issue 20: about a tenth of the worker's CPU per
-token, and of fakellm's, so ``x fakellm`` hid it).
+The session-notes agent's threshold is raised by what the stamps add to the token estimate
+(``CONFAB_NOTES_MIN_TOKENS``, :func:`notes_min_tokens`; ``--env`` sets another): a stamp counts
+about 30 tokens, so otherwise every 400-token run started a notes agent, a model request that
+the same words without stamps would not make (issue 20: about 5 % of the worker's CPU per
+token, and as much more of fakellm's, which answered it, so ``x fakellm`` hid it).
 PostgreSQL runs with the test services' settings (``fsync=off``, ``synchronous_commit=off``).
 """
 
@@ -122,19 +122,27 @@ CONNECT_TIMEOUT = 30.0
 SETTLE_TIMEOUT = 60.0  # for the runs of a step to end after its clients gave up
 
 
+def notes_threshold(args: argparse.Namespace) -> int:
+    """The notes threshold the run uses: ``--env``'s, else :func:`notes_min_tokens`."""
+    given = dict(item.split("=", 1) for item in args.env).get("CONFAB_NOTES_MIN_TOKENS")
+    return int(given) if given is not None else notes_min_tokens(args.tokens)
+
+
 def script_text(tokens: int) -> str:
     return " ".join(f"w{i}" for i in range(tokens))
 
 
 def notes_min_tokens(tokens: int) -> int:
-    """``CONFAB_NOTES_MIN_TOKENS`` for the benchmark: confab's default scaled by the stamps'
-    weight in the token estimate (their digits count 1.2 tokens each), so that the notes agent
-    is due as often per streamed word as for the same words without stamps. Unscaled, every
-    400-token run (13,000 tokens estimated with its stamps, 1,500 without) started a notes
-    agent: a model request per run that the stamps, not the conversation, asked for."""
+    """``CONFAB_NOTES_MIN_TOKENS`` for the benchmark: confab's default plus what the stamps of
+    one run's reply add to the token estimate (about 30 tokens a stamp: its 16 digits count 1.2
+    each, its two brackets 5 each). A step's conversations have one run each, so the notes
+    agent is then due exactly when it would be for the same words without stamps: at the
+    default 400 tokens, never (3,000 tokens estimated, 15,000 with the stamps). Unscaled,
+    every run started a notes agent, a model request the stamps asked for, not the
+    conversation."""
     words = script_text(tokens)
     stamped = "".join(f"⟦{time.time():.6f}⟧{piece}" for piece in pieces(words))
-    return round(MIN_TOKENS * text_tokens(stamped) / text_tokens(words))
+    return MIN_TOKENS + round(text_tokens(stamped) - text_tokens(words))
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -208,15 +216,14 @@ class Sample:
         end, read off ``worker_trace``), and what the rest of the step cost per run (ms: each
         run's setup, start and end, its fixed cost). NaNs when the window is under a second
         (short runs) or was not traced."""
-        if not self.first_stamp or len(self.worker_trace) < 2:
-            return float("nan"), float("nan")
+        if len(self.first_stamp) < self.conversations or len(self.worker_trace) < 2:
+            return float("nan"), float("nan")  # a run no watcher saw: its tokens are unknown
         start = max(self.first_stamp.values()) + 0.5
         end = min(self.last_stamp.values()) - 0.5
         if end - start < 1.0:
             return float("nan"), float("nan")
         streamed = sum(  # tokens leave fakellm evenly between a run's first and last stamp
-            (min(end, self.last_stamp[c]) - max(start, self.first_stamp[c]))
-            * (self.tokens - 1) / (self.last_stamp[c] - self.first_stamp[c])
+            (end - start) * (self.tokens - 1) / (self.last_stamp[c] - self.first_stamp[c])
             for c in self.first_stamp)
         streaming = (_cpu_at(self.worker_trace, end) - _cpu_at(self.worker_trace, start)) \
             * 1e6 / streamed
@@ -233,7 +240,8 @@ class Sample:
 
 
 def _cpu_at(trace: list[tuple[float, float]], moment: float) -> float:
-    """CPU seconds at ``moment``, interpolated between the trace's readings around it."""
+    """CPU seconds at ``moment``, interpolated between the trace's readings around it (past
+    either end of the trace: extrapolated from its first or last two readings)."""
     after = next((i for i, (t, _) in enumerate(trace) if t >= moment), len(trace) - 1)
     (t0, c0), (t1, c1) = trace[max(0, after - 1)], trace[max(1, after)]
     return c0 + (c1 - c0) * (moment - t0) / (t1 - t0) if t1 > t0 else c1
@@ -314,8 +322,9 @@ class CpuMeter:
         """Append ``(time.time(), CPU seconds since the start)`` of ``name``'s tree to
         ``into`` every ``every_s`` until cancelled (its CPU over time within the step)."""
         pid = self.pids[name]
-        while True:
-            into.append((time.time(), self._cpu(pid) - self._start[name]))
+        while True:  # psutil's reading blocks for a millisecond: not in the clients' loop
+            cpu = await asyncio.to_thread(self._cpu, pid)
+            into.append((time.time(), cpu - self._start[name]))
             await asyncio.sleep(every_s)
 
 
@@ -596,11 +605,13 @@ class Bench:
         try:
             sample.settle = await quiesce(clients)
             with CpuMeter(ctx.cpu_pids) as meter:
-                tracing = asyncio.create_task(meter.trace("worker", sample.worker_trace))
+                tracing = (asyncio.create_task(meter.trace("worker", sample.worker_trace))
+                           if "worker" in ctx.cpu_pids else None)  # not with --workers N
                 try:
                     await run_step(sample, clients, kick, self.args.stagger)
                 finally:
-                    tracing.cancel()
+                    if tracing is not None:
+                        tracing.cancel()
                 sample.cpu, sample.cpu_s = meter.result(), meter.seconds()
             unfinished = {c.conversation for c in clients if not c.ended}
             for client in clients:  # stop what overran the deadline, so the next step is clean
@@ -796,7 +807,8 @@ def report(bench: Bench, confab: dict[tuple[str, int, int], Sample],
           f"coalescing {COALESCE_MS:.0f} ms / {COALESCE_BYTES} B; bare: one websockets server, "
           f"same coalescing; {os.cpu_count()} CPUs, clients in one process; load average "
           f"{bench.load_before:.1f} before, {os.getloadavg()[0]:.1f} after; session notes due "
-          f"every {notes_min_tokens(args.tokens):,} tokens estimated (scaled for the stamps)"
+          f"after {notes_threshold(args):,} tokens estimated (the default plus the stamps' "
+          f"weight, unless --env sets it)"
           + (f"; {' '.join(args.env)}" if args.env else "") + ".")
     print()
     header = (f"{'conv x watchers':>15} | {'confab p50':>10} {'p99':>5} {'lost':>4} "
@@ -893,7 +905,7 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> None:
                          CONFAB_COALESCE_BYTES=str(COALESCE_BYTES),
                          **{"CONFAB_MESSAGES_PER_MINUTE": "1000000",
                             "CONFAB_LOG_LEVEL": "WARNING",
-                            "CONFAB_NOTES_MIN_TOKENS": str(notes_min_tokens(args.tokens)),
+                            "CONFAB_NOTES_MIN_TOKENS": str(notes_threshold(args)),
                             **dict(item.split("=", 1) for item in args.env)})
         run_manage(["migrate", "--noinput"], env, timeout=300)
         with ProcessStack(env, workdir / "confab", redis_url=redis.url) as stack:

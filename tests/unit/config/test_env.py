@@ -1,11 +1,12 @@
-"""``config.env.env_origin``: the public origin setting (CONFAB_PUBLIC_URL) is an origin or
-refused at start-up, never a URL that would build broken redirect URIs."""
+"""``config.env``: the public origin setting (CONFAB_PUBLIC_URL) is an origin or refused at
+start-up, never a URL that would build broken redirect URIs; a whole number under its minimum
+is refused at start-up too."""
 
 from __future__ import annotations
 
 import pytest
 
-from config.env import EnvError, env_origin
+from config.env import EnvError, env_int, env_origin
 
 
 @pytest.mark.parametrize(("value", "origin"), [
@@ -28,3 +29,12 @@ def test_anything_else_is_refused(value: str, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("CONFAB_PUBLIC_URL", value)
     with pytest.raises(EnvError, match="CONFAB_PUBLIC_URL=.* is not an origin"):
         env_origin("CONFAB_PUBLIC_URL")
+
+
+def test_a_whole_number_under_its_minimum_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONFAB_NOTES_MIN_TOKENS", "1")
+    assert env_int("CONFAB_NOTES_MIN_TOKENS", 8_000, minimum=1) == 1
+    monkeypatch.setenv("CONFAB_NOTES_MIN_TOKENS", "0")
+    with pytest.raises(EnvError, match="CONFAB_NOTES_MIN_TOKENS='0' is under its minimum, 1"):
+        env_int("CONFAB_NOTES_MIN_TOKENS", 8_000, minimum=1)
+    assert env_int("CONFAB_NOTES_MIN_TOKENS", 8_000) == 0  # no minimum: any whole number
