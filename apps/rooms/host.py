@@ -17,7 +17,6 @@ answers arrive from the worker consumer (the run's group) and are delivered here
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
@@ -30,6 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
+from apps.common.compiled import CompiledQuery
 from apps.common.errors import ApplicationError
 from apps.engine.clock import MONOTONIC, Clock
 from apps.engine.compaction.auto_compact import CompactionState, Compactor
@@ -127,20 +127,22 @@ def system_prompt(conversation: Conversation, wiki: str = "") -> str:
     return f"{prompt}\n\n{wiki}" if wiki else prompt
 
 
-@functools.cache
 def _setup_runs() -> QuerySet[Run]:
     """Runs with what a run's setup reads beside each: its conversation, room, team (with the
     team's chosen model and its provider: :func:`~apps.integrations.builders.model_for_team`
     then needs no query of its own while that is usable) and starter, the conversation's run
     before it, whether a message waits and whether an MCP server may apply to the team (most
-    teams have none: their runs skip reading the list, a query of its own). Built once and
-    narrowed with ``filter`` (a clone) for each run: building the joins and the subqueries
-    took more than half of the query's time in Python (issue 20: 1.2 ms, 0.5 ms prebuilt)."""
+    teams have none: their runs skip reading the list, a query of its own)."""
     return (Run.objects.select_related(f"conversation__room__team__{TEAM_CHOICE}", "started_by")
             .annotate(previous_run=notes_previous_run(),
                       messages_waiting=Exists(pending_rows(OuterRef("conversation_id"))),
                       mcp_candidates=Exists(mcp_server_candidates(
                           OuterRef("conversation__room__team_id")))))
+
+
+_setup_run = CompiledQuery(lambda pk: _setup_runs().filter(pk=pk))
+"""The run ``pk`` with :func:`_setup_runs`'s, compiled once: building the joins and compiling
+them was most of the query's CPU (issue 20: 0.8 ms of 1.1 ms idle; 3 ms per run under load)."""
 
 
 def _provider_settings(model: ModelConfig) -> ProviderSettings:
@@ -250,8 +252,7 @@ class RunHost:
     def _setup(self) -> _Setup:
         """Everything the run needs from the database and the disk (reads only, and the
         workspace made). Raises SetupError."""
-        # not .first(): its ORDER BY, for a lookup by pk, was a third of the SQL to compile
-        run = next(iter(_setup_runs().filter(pk=self.run_id)), None)
+        run = next(iter(_setup_run(self.run_id)), None)
         if run is None:
             raise SetupError("the run is gone")
         conversation = run.conversation

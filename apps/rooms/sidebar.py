@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
+from apps.common.compiled import CompiledQuery
 from apps.realtime.broadcast import BROADCAST
 from apps.realtime.groups import room_group
 from apps.realtime.publish import publish
@@ -65,8 +66,12 @@ def sidebar_rows(room_id: int, current_id: int | None = None) -> tuple[list[Row]
     return shown, more
 
 
+_conversation_row = CompiledQuery(lambda pk: _rows().filter(pk=pk))
+"""One conversation's :func:`_rows`, compiled once: it is read at every run's start and end."""
+
+
 def _send(conversation_id: int) -> None:
-    conversation = next(iter(_rows().filter(pk=conversation_id)), None)
+    conversation = next(iter(_conversation_row(conversation_id)), None)
     if conversation is None or conversation["archived"]:
         return  # deleted or archived meanwhile: nothing to show
     publish("group_send", room_group(conversation["room_id"]), {
