@@ -8,13 +8,13 @@ at every evaluation, and for these two that was most of their CPU: issue 20's ru
 compiling when idle, of a run's 20 ms fixed cost), the history 1.5 ms.
 
 :class:`CompiledQuery` builds the QuerySet once with a sentinel for the parameter, compiles it
-once per connection (Django's connections are per thread: each thread keeps its compilation,
-dropped with the thread, so none is shared) and later evaluations run the same SQL with the
-sentinel's place in the parameters replaced. The rows still go through Django's own iterables
-(model instances with their ``select_related`` objects and annotations, or ``values_list``
-tuples, each column's converters applied): only the compiler's ``as_sql`` is skipped, through
-Django's idiom for a query of another class (``Query.chain(klass)``, as ``update()`` makes an
-``UpdateQuery``).
+once per connection (Django's connections are per thread: each thread compiles a copy of the
+query and keeps it, dropped with the thread) and later calls run the same SQL with the
+sentinel's place in the parameters replaced, returning the rows (a list, read at once). The
+rows still go through Django's own iterables (model instances with their ``select_related``
+objects and annotations, ``values()`` dicts or ``values_list`` tuples, each column's
+converters applied): only the compiler's ``as_sql`` is skipped, through Django's idiom for a
+query of another class (``Query.chain(klass)``, as ``update()`` makes an ``UpdateQuery``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ class _Compiled:
 
     def __init__(self, queryset: QuerySet[Any], connection: Any) -> None:
         self.queryset = queryset
-        self.compiler = queryset.query.get_compiler(connection=connection)
+        # a copy: compiling adds the select_related joins to the query it compiles, and the
+        # template is every thread's (two threads compiling it at once saved broken SQL)
+        self.compiler = queryset.query.clone().get_compiler(connection=connection)
         self.sql, params = self.compiler.as_sql()
         self.params = list(params)
         places = [i for i, value in enumerate(self.params) if value == SENTINEL]
@@ -62,8 +64,8 @@ class _Compiled:
                              "one: build the query with it exactly once")
         self.place = places[0]
 
-    def evaluated_for(self, value: int) -> QuerySet[Any]:
-        """A clone of the QuerySet that runs the compiled SQL with ``value``."""
+    def evaluated_for(self, value: int) -> list[Any]:
+        """The QuerySet's rows for ``value``, from the compiled SQL."""
         params = self.params.copy()
         params[self.place] = value
         self.compiler.as_sql = lambda *args, **kwargs: (self.sql, params)  # type: ignore[method-assign]
@@ -73,22 +75,24 @@ class _Compiled:
         iterable = queryset._iterable_class
         queryset.query = query  # (which makes a values_list() QuerySet yield dicts: undone)
         queryset._iterable_class = iterable
-        return queryset
+        # evaluated here: the compiler is the thread's next call's too, and a QuerySet handed
+        # out would drop whatever were chained onto it (a filter, a slice, count())
+        return list(queryset)
 
 
 class CompiledQuery:
-    """``build(key)`` -> a QuerySet (model instances or ``values_list``), compiled once per
-    database connection; ``compiled(key)`` is that QuerySet for ``key`` (an int), evaluated
-    without compiling it again. Evaluate it at once, in the thread that called (the next call
-    on the same connection reuses its compiler). Raises ValueError at the first call if the
-    built QuerySet does not hold ``key`` exactly once among its SQL's parameters."""
+    """``build(key)`` -> a QuerySet (of model instances, ``values()`` dicts or ``values_list``
+    tuples), compiled once per database connection; ``compiled(key)`` is the list of its rows
+    for ``key`` (an int), read without compiling it again. Raises ValueError at a thread's
+    first call if the built QuerySet does not hold ``key`` exactly once among its SQL's
+    parameters."""
 
     def __init__(self, build: Callable[[int], QuerySet[Any]]) -> None:
         self._build = build
         self._template: QuerySet[Any] | None = None  # built at the first call, never evaluated
         self._thread = threading.local()  # .compiled: this thread's _Compiled
 
-    def __call__(self, key: int) -> QuerySet[Any]:
+    def __call__(self, key: int) -> list[Any]:
         if self._template is None:
             self._template = self._build(SENTINEL)
         connection = connections[self._template.db]  # the calling thread's

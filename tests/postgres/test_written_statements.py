@@ -12,6 +12,7 @@ from tests.integration.rooms.test_written_statements import (
     test_the_next_position_follows_the_last_that_is_not_compacted,
     test_the_setup_query_compiled_once_answers_as_the_orm,
     test_the_sidebar_row_compiled_once_answers_as_the_orm,
+    test_threads_compiling_at_once_each_compile_the_same_sql,
 )
 
 __all__ = ["pytestmark", "test_a_compiled_query_is_compiled_once_per_connection",
@@ -20,4 +21,5 @@ __all__ = ["pytestmark", "test_a_compiled_query_is_compiled_once_per_connection"
            "test_the_history_compiled_once_answers_as_the_orm",
            "test_the_next_position_follows_the_last_that_is_not_compacted",
            "test_the_setup_query_compiled_once_answers_as_the_orm",
-           "test_the_sidebar_row_compiled_once_answers_as_the_orm"]
+           "test_the_sidebar_row_compiled_once_answers_as_the_orm",
+           "test_threads_compiling_at_once_each_compile_the_same_sql"]

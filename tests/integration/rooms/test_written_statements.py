@@ -5,6 +5,7 @@ SQLite here and on PostgreSQL by ``tests/postgres/test_written_statements.py``."
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -147,3 +148,37 @@ def test_a_query_without_its_key_exactly_once_is_refused() -> None:
         twice(1)
     with pytest.raises(ValueError, match="is 0 of"):
         CompiledQuery(lambda pk: Conversation.objects.all())(1)
+
+
+def test_threads_compiling_at_once_each_compile_the_same_sql() -> None:
+    """Compiling a select_related query adds its joins to the query compiled: threads that
+    compiled the shared template at once saved SQL that names tables it does not join (the
+    review of 9774b4c; without the copy this failed 2 runs in 3). Each compiles a copy now; a
+    tiny switch interval makes the threads meet."""
+    expected = _setup_runs().filter(pk=-1).query.sql_with_params()[0]
+    sqls: list[object] = []
+
+    def first_call(query: CompiledQuery, start: threading.Barrier) -> None:
+        try:
+            start.wait()
+            query(-1)
+            sqls.append(query._thread.compiled.sql)
+        except Exception as exc:  # a damaged compile may raise instead: recorded, asserted
+            sqls.append(exc)
+        finally:
+            connection.close()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        for _ in range(5):
+            query = CompiledQuery(lambda pk: _setup_runs().filter(pk=pk))
+            start = threading.Barrier(6)
+            threads = [threading.Thread(target=first_call, args=(query, start))
+                       for _ in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert sqls == [expected] * 30
