@@ -37,7 +37,7 @@ again among the compiled parameters by its value."""
 
 class _Replayed(Query):
     """A query whose compiler is the one given: it compiled the same query before, and its
-    ``as_sql`` answers with that SQL (see :meth:`_Compiled.compiler_for`)."""
+    ``as_sql`` answers with that SQL (see :class:`_Compiled`)."""
 
     replay: SQLCompiler
 
@@ -63,18 +63,18 @@ class _Compiled:
             raise ValueError(f"the sentinel is {len(places)} of the query's parameters, not "
                              "one: build the query with it exactly once")
         self.place = places[0]
+        self.current = self.params  # what the next evaluation's as_sql answers with
+        self.compiler.as_sql = lambda *args, **kwargs: (self.sql, self.current)  # type: ignore[method-assign]
+        self.replayed = queryset.query.chain(_Replayed)
+        self.replayed.replay = self.compiler
 
     def evaluated_for(self, value: int) -> list[Any]:
         """The QuerySet's rows for ``value``, from the compiled SQL."""
-        params = self.params.copy()
-        params[self.place] = value
-        self.compiler.as_sql = lambda *args, **kwargs: (self.sql, params)  # type: ignore[method-assign]
+        self.current = self.params.copy()
+        self.current[self.place] = value
         queryset = self.queryset._chain()
-        query = queryset.query.chain(_Replayed)
-        query.replay = self.compiler
-        iterable = queryset._iterable_class
-        queryset.query = query  # (which makes a values_list() QuerySet yield dicts: undone)
-        queryset._iterable_class = iterable
+        # not the ``query`` setter: it makes a values_list() QuerySet yield dicts
+        queryset._query = self.replayed
         # evaluated here: the compiler is the thread's next call's too, and a QuerySet handed
         # out would drop whatever were chained onto it (a filter, a slice, count())
         return list(queryset)

@@ -87,11 +87,11 @@ def test_the_setup_query_compiled_once_answers_as_the_orm(django_assert_num_quer
     _message(other, status=MessageStatus.PENDING)
     for run in runs:  # the first call compiles, the others run the same SQL
         with django_assert_num_queries(1):  # the related objects came with it
-            compiled = _setup_fields(next(iter(_setup_run(run.pk))))
+            compiled = _setup_fields(_setup_run(run.pk)[0])
         assert compiled == _setup_fields(_setup_runs().get(pk=run.pk))
     assert [_setup_fields(r)[3:5] for r in (_setup_run(p.pk)[0] for p in runs)] == [
         (None, False), (None, True), (runs[0].pk, False)]
-    assert list(_setup_run(runs[-1].pk + 1000)) == []  # a run that is not there
+    assert _setup_run(runs[-1].pk + 1000) == []  # a run that is not there
 
 
 def test_the_history_compiled_once_answers_as_the_orm() -> None:
@@ -101,7 +101,7 @@ def test_the_history_compiled_once_answers_as_the_orm() -> None:
     _message(mine, position=3, compacted=True, content=[{"type": "text", "text": "gone"}])
     _message(other, position=1, content=[{"type": "text", "text": "elsewhere"}])
     for conversation in (mine, other, mine):
-        rows = list(_history(conversation.pk))
+        rows = _history(conversation.pk)
         assert rows == list(history_rows(conversation.pk).values_list(*_ENGINE_FIELDS))
         assert all(isinstance(row, tuple) for row in rows)  # values_list's tuples, not dicts
     assert [m.content[0].text for m in history_of(mine.pk)] == ["first", "second"]
