@@ -358,7 +358,8 @@ class RunHost:
                      ) -> tuple[RunStatus, str, str]:
         error_kind, error_message = "", ""
         try:
-            async for event in runner.events(compact_only=compact_only):
+            async for event in runner.events(compact_only=compact_only,
+                                             take_now=projector.take_now):
                 if isinstance(event, ErrorEvent):
                     error_kind, error_message = event.error_kind, event.message
                 if isinstance(event, RunEnded):

@@ -122,7 +122,8 @@ class Projector:
             if isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta):
                 first = event.message_id not in self._started
                 self._started.add(event.message_id)
-                self._add(event)
+                text = _delta_text(event)
+                self._add(event, text, len(text.encode()))
                 if first or self._buffered_bytes >= self.coalesce_bytes:
                     await self._flush()  # older ones wait for a tick (see the module's doc)
                 return
@@ -134,6 +135,26 @@ class Projector:
             else:
                 await self._flush()
                 await database_call(self._store, event)  # broadcast from the loop, in order
+
+    def take_now(self, event: RuntimeEvent) -> bool:
+        """Do what :meth:`handle` would do with ``event``, at once, when that is only to add
+        it to the waiting deltas: a delta of a message whose first delta went out, that leaves
+        the buffer under ``coalesce_bytes``, while nothing else holds the projector (a flush,
+        an event being stored) and no tick has failed. Whether it took the event; when not,
+        pass it to :meth:`handle`, in order. The run's runner offers it every event that finds
+        none waiting before it (``AgentRunner.events(take_now=...)``): most of a message's
+        deltas then skip the queue to the host's task and that task's wake-up (issue 20: 8 %
+        of the worker's CPU per token at 64 x 5)."""
+        if (self._lock.locked() or self._failed_tick is not None
+                or not isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta)
+                or event.message_id not in self._started):
+            return False
+        text = _delta_text(event)
+        size = len(text.encode())
+        if self._buffered_bytes + size >= self.coalesce_bytes:
+            return False  # handle flushes it with the rest
+        self._add(event, text, size)
+        return True
 
     @property
     def streaming(self) -> bool:
@@ -167,15 +188,15 @@ class Projector:
             raise failed
 
     # -- deltas -----------------------------------------------------------------------------
-    def _add(self, event: Delta) -> None:
+    def _add(self, event: Delta, text: str, size: int) -> None:
+        """Add ``event`` (its ``text``, ``size`` bytes in UTF-8) to the waiting deltas."""
         if not self._buffer:
             self._since = self.clock.now()
-        text = _delta_text(event)
         if self._buffer and _extends(self._buffer[-1][0], event):
             self._buffer[-1][1].append(text)
         else:
             self._buffer.append((event, [text]))
-        self._buffered_bytes += len(text.encode())
+        self._buffered_bytes += size
 
     async def _flush(self, logged: tuple[RuntimeEvent, ...] = ()) -> None:
         """Store the waiting deltas, then ``logged`` (events that change only the log and the

@@ -14,7 +14,7 @@ and the run still closes its history properly and ends with ``run_ended(cancelle
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -127,6 +127,7 @@ class AgentRunner:
         self.status: RunStatus | None = None
         self.turns = 0
         self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._take_now: Callable[[RuntimeEvent], bool] | None = None  # see events()
         self._task: asyncio.Task[None] | None = None
         self._running = False
         self._cancel_requested = False
@@ -136,14 +137,24 @@ class AgentRunner:
         self._view = ModelView()
 
     # -- the public surface ---------------------------------------------------------------
-    async def events(self, *, compact_only: bool = False) -> AsyncIterator[RuntimeEvent]:
+    async def events(self, *, compact_only: bool = False,
+                     take_now: Callable[[RuntimeEvent], bool] | None = None
+                     ) -> AsyncIterator[RuntimeEvent]:
         """Run, yielding every runtime event until ``run_ended``. Call once.
 
         ``compact_only``: no model turn, only a compaction of the history ("compact now": reason
         "manual", tried whatever the breaker says); the run ends ``completed``, or ``failed``
-        with error kind ``compaction_failed``."""
+        with error kind ``compaction_failed``.
+
+        ``take_now``: the consumer's own synchronous taker, offered each event as it is emitted
+        when every earlier one has been yielded; an event it takes (returns True) is not
+        yielded. It spares the run's task handing such an event to the consumer's through a
+        queue, and the consumer's task a wake-up, per streamed token. Order holds only if it
+        refuses while the consumer has not finished with what it was last given (the room's
+        projector holds a lock meanwhile: ``Projector.take_now``)."""
         if self._task is not None:
             raise RuntimeError("AgentRunner.events() may be called once")
+        self._take_now = take_now
         self._task = asyncio.create_task(self._main(compact_only), name=f"run:{self.run_id}")
         try:
             while (item := await self._queue.get()) is not _DONE:
@@ -181,7 +192,9 @@ class AgentRunner:
     # -- the run ----------------------------------------------------------------------------
     async def emit(self, event: RuntimeEvent) -> None:
         """Report ``event`` (tools call this through their context)."""
-        self._queue.put_nowait(event)
+        take_now = self._take_now
+        if take_now is None or not self._queue.empty() or not take_now(event):
+            self._queue.put_nowait(event)
         if isinstance(event, ToolStarted):
             await self.hooks.tool_start(event.call_id, event.name)
         elif isinstance(event, ToolResultEvent):

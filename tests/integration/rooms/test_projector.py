@@ -105,6 +105,37 @@ async def test_deltas_that_waited_their_window_leave_at_a_tick_not_with_the_next
     await projector.close()
 
 
+async def test_take_now_takes_only_a_delta_that_handle_would_just_add(
+        acme: Team, alice: User) -> None:
+    # Issue 20: the runner offers its events to take_now before queueing them for the host's
+    # task; it takes what handle would only have added to the waiting deltas, nothing else.
+    room = await Room.objects.acreate(team=acme, name="General", created_by=alice)
+    conversation = await Conversation.objects.acreate(room=room, title="t", created_by=alice)
+    run = await Run.objects.acreate(conversation=conversation, started_by=alice)
+    projector = Projector(conversation.pk, run.pk, PendingMessages(conversation.pk, run.pk),
+                          coalesce_ms=60_000, coalesce_bytes=8)
+    assert not projector.take_now(TextDelta(message_id="m1", text="Hel"))  # stored at once
+    await projector.handle(TextDelta(message_id="m1", text="Hel"))
+    assert projector.take_now(TextDelta(message_id="m1", text="lo"))
+    assert projector.take_now(TextDelta(message_id="m1", text=" ro"))
+    assert not projector.take_now(TextDelta(message_id="m1", text="oms"))  # fills 8 bytes
+    assert not projector.take_now(TextDelta(message_id="m2", text="x"))  # another's first
+    assert not projector.take_now(TurnEnded(turn=1))
+    await projector.handle(TextDelta(message_id="m1", text="oms"))  # flushes the three
+    assert await stored_deltas(conversation) == ["Hel", "lo rooms"]
+    # while handle stores an event (its log writer's write pending), nothing is taken
+    storing = asyncio.create_task(projector.handle(TurnEnded(turn=1)))
+    await asyncio.sleep(0)
+    assert not projector.take_now(TextDelta(message_id="m1", text="!"))
+    await storing
+    assert projector.take_now(TextDelta(message_id="m1", text="!"))
+    await projector.close()
+    assert [(e.kind, e.payload.get("text")) async for e in ConversationEvent.objects.filter(
+        conversation=conversation).order_by("seq")] == [
+        ("text_delta", "Hel"), ("text_delta", "lo rooms"), ("turn_ended", None),
+        ("text_delta", "!")]
+
+
 async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
         acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
     # Run start (issue 22): message_started and the first text_delta in one thread hop and
@@ -208,6 +239,7 @@ async def test_a_tick_whose_flush_failed_fails_the_runs_next_event_and_its_close
     projector.coalesce_s = 0.0  # due now
     with pytest.raises(Conversation.DoesNotExist):
         await projector.tick()  # the pulse logs it
+    assert not projector.take_now(TextDelta(message_id="m1", text=" again"))  # handle raises
     with pytest.raises(Conversation.DoesNotExist):
         await projector.handle(TextDelta(message_id="m1", text=" again"))
     await projector.handle(TextDelta(message_id="m1", text=" and"))  # raised once

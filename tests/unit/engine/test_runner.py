@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,16 +15,18 @@ from apps.engine.compaction.auto_compact import Compactor
 from apps.engine.errors import ErrorKind, ProviderError
 from apps.engine.events import (
     RUNTIME_EVENT,
+    ChatStreamEvent,
     ContentDelta,
     MessageEnd,
     MessageEnded,
     MessageStart,
     RunEnded,
+    RuntimeEvent,
     TextDelta,
     ToolCallReady,
     ToolCallStart,
 )
-from apps.engine.messages import Message, ToolCall, Usage
+from apps.engine.messages import ChatRequest, Message, ToolCall, Usage
 from apps.engine.ports import ApprovalDecision
 from apps.engine.providers.retry import RetryingProvider
 from apps.engine.providers.scripted import OFFLINE_REPLY, ScriptedProvider
@@ -50,6 +54,72 @@ async def test_a_text_answer_runs_one_turn(tmp_path: Path) -> None:
     assert events[-1] == RunEnded(status="completed", turns=1)
     assert [m.role for m in history] == ["user", "assistant"]
     assert history[-1].text() == "Hello world"
+
+
+class Paced:
+    """A provider whose stream lets the event loop turn before each of its events, as a
+    socket's does (ScriptedProvider streams a turn without one)."""
+
+    protocol = "anthropic"
+
+    def __init__(self, *pieces: str) -> None:
+        self.pieces = pieces
+
+    async def stream_chat(self, request: ChatRequest) -> AsyncIterator[ChatStreamEvent]:
+        for item in text_turn(*self.pieces):
+            await asyncio.sleep(0)
+            yield item
+
+    async def list_models(self) -> list[Any]:
+        return []
+
+    async def aclose(self) -> None:
+        pass
+
+
+def shown(events: list[RuntimeEvent]) -> list[tuple[str, str | None]]:
+    return [(e.kind, getattr(e, "text", None)) for e in events]
+
+
+async def test_take_now_takes_the_events_it_accepts_in_their_place(tmp_path: Path) -> None:
+    # Issue 20: the room's projector takes most deltas at once instead of through the queue
+    # to the host's task; what it takes and what is yielded make the same stream, in order.
+    plain = await runner(Paced("a", "b", "c", "d"), [], [user("hi")], tmp_path).run()
+    stream: list[RuntimeEvent] = []
+    taken: list[str] = []
+
+    def take_now(event: RuntimeEvent) -> bool:
+        if isinstance(event, TextDelta) and event.text != "a":
+            stream.append(event)
+            taken.append(event.text)
+            return True
+        return False
+
+    run = runner(Paced("a", "b", "c", "d"), [], [user("hi")], tmp_path)
+    async for event in run.events(take_now=take_now):
+        stream.append(event)
+    assert taken == ["b", "c", "d"]
+    assert shown(stream) == shown(plain)
+
+
+async def test_take_now_is_offered_an_event_only_once_every_earlier_one_was_yielded(
+        tmp_path: Path) -> None:
+    # An event emitted while others wait in the queue would overtake them if taken.
+    yielded: list[RuntimeEvent] = []
+    offers: list[tuple[RuntimeEvent, int]] = []
+
+    def refuse(event: RuntimeEvent) -> bool:
+        offers.append((event, len(yielded)))
+        return False
+
+    run = runner(Paced("a", "b", "c"), [], [user("hi")], tmp_path)
+    async for event in run.events(take_now=refuse):
+        yielded.append(event)
+    places = [next(i for i, e in enumerate(yielded) if e is event) for event, _ in offers]
+    assert places == [before for _, before in offers]
+    # message_started and the first delta are emitted together: the delta was not offered
+    assert 0 < len(offers) < len(yielded)
+    assert [e.kind for e, _ in offers].count("text_delta") == 2
 
 
 async def test_a_tool_round_trip(tmp_path: Path) -> None:
