@@ -87,6 +87,31 @@ class _Drafted:
         self.checkpointed = now  # its row is made with its draft so far
 
 
+class _Turns:
+    """The projector's lock, counting the tasks that hold it or wait for it: ``take_now``
+    takes nothing while one does. A lock that reads free is not enough: when a flush releases
+    it, a task that waited for it with an event in hand only takes it at its next step, and a
+    delta taken before that step would be stored ahead of that event (found by review)."""
+
+    __slots__ = ("count", "_lock")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> None:
+        self.count += 1
+        try:
+            await self._lock.acquire()
+        except BaseException:  # cancelled while waiting
+            self.count -= 1
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
+        self.count -= 1
+
+
 class Projector:
     """Stores and broadcasts one run's events. ``handle`` each event in order; call ``tick``
     often (the worker's :mod:`~apps.rooms.pulse` does, a few times per ``coalesce_ms``): it
@@ -109,7 +134,7 @@ class Projector:
         self._drafts: dict[str, _Drafted] = {}
         self._started: set[str] = set()  # messages whose first delta has gone out
         self._starting: MessageStarted | None = None  # stored with its first deltas
-        self._lock = asyncio.Lock()
+        self._turns = _Turns()
         self._failed_tick: Exception | None = None  # a tick's flush failed: raised next
         self.stored = 0  # events stored, for tests and benchmarks
 
@@ -117,13 +142,13 @@ class Projector:
         """Store (and broadcast) one runtime event, coalescing deltas. Raises what storing
         raised, also for a tick's flush since the last event (the run then ends visibly:
         deltas of the failed flush are not in the log)."""
-        async with self._lock:
+        async with self._turns:
             self._raise_failed_tick()
-            if isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta):
+            if isinstance(event, Delta):
                 first = event.message_id not in self._started
                 self._started.add(event.message_id)
                 text = _delta_text(event)
-                self._add(event, text, len(text.encode()))
+                self._add(event, text, _size(text))
                 if first or self._buffered_bytes >= self.coalesce_bytes:
                     await self._flush()  # older ones wait for a tick (see the module's doc)
                 return
@@ -139,18 +164,18 @@ class Projector:
     def take_now(self, event: RuntimeEvent) -> bool:
         """Do what :meth:`handle` would do with ``event``, at once, when that is only to add
         it to the waiting deltas: a delta of a message whose first delta went out, that leaves
-        the buffer under ``coalesce_bytes``, while nothing else holds the projector (a flush,
-        an event being stored) and no tick has failed. Whether it took the event; when not,
-        pass it to :meth:`handle`, in order. The run's runner offers it every event that finds
-        none waiting before it (``AgentRunner.events(take_now=...)``): most of a message's
-        deltas then skip the queue to the host's task and that task's wake-up (issue 20: 8 %
-        of the worker's CPU per token at 64 x 5)."""
-        if (self._lock.locked() or self._failed_tick is not None
-                or not isinstance(event, TextDelta | ReasoningDeltaEvent | ToolCallArgumentsDelta)
-                or event.message_id not in self._started):
+        the buffer under ``coalesce_bytes``, while no task holds or waits for the projector
+        (a flush, an event being stored: one waiting holds an event this one must not
+        overtake) and no tick has failed. Whether it took the event; when not, pass it to
+        :meth:`handle`, in order. The run's runner offers it every event that finds none
+        waiting before it (``AgentRunner.events(take_now=...)``): most of a message's deltas
+        then skip the queue to the host's task and that task's wake-up (issue 20: 4 % of the
+        worker's CPU per token at 64 x 5)."""
+        if (self._turns.count or self._failed_tick is not None
+                or not isinstance(event, Delta) or event.message_id not in self._started):
             return False
         text = _delta_text(event)
-        size = len(text.encode())
+        size = _size(text)
         if self._buffered_bytes + size >= self.coalesce_bytes:
             return False  # handle flushes it with the rest
         self._add(event, text, size)
@@ -168,7 +193,7 @@ class Projector:
     async def tick(self) -> None:
         """Flush deltas that have waited ``coalesce_ms``; a failure is raised here and again
         by the next :meth:`handle` or :meth:`close`, where the run sees it."""
-        async with self._lock:
+        async with self._turns:
             if self.tick_due():
                 try:
                     await self._flush()
@@ -178,7 +203,7 @@ class Projector:
 
     async def close(self) -> None:
         """Flush what is left; raises like :meth:`handle`."""
-        async with self._lock:
+        async with self._turns:
             self._raise_failed_tick()
             await self._flush()
 
@@ -327,6 +352,13 @@ def _log_only(event: RuntimeEvent) -> bool:
     row, no run status): the log writer stores it then, as it does deltas."""
     waited = event.event if isinstance(event, SubagentEvent) else event
     return not isinstance(event, _TRANSCRIPT_EFFECTS) and type(waited) not in _STATUS_AFTER
+
+
+def _size(text: str) -> int:
+    """``text``'s bytes in UTF-8, for the coalescing limit; a lone surrogate (JSON can carry
+    one) counts as its three bytes instead of raising here: storing it fails, in the host's
+    task, where a failed write ends the run."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _delta_text(event: Delta) -> str:

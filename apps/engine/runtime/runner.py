@@ -5,8 +5,9 @@ complete) -> the assistant message joins the history -> the tool results join it
 people sent meanwhile are injected -> compaction if the history is over the threshold -> go on
 while there were tool calls or injected messages, else finish.
 
-The run happens in its own task and reports through a queue, so events from tools running
-beside the stream (approvals, questions, todos) interleave in the order they happened.
+The run happens in its own task and reports through a queue (or, for an event the consumer
+can take at once, to the consumer directly: ``events(take_now=...)``), so events from tools
+running beside the stream (approvals, questions, todos) interleave in the order they happened.
 :meth:`AgentRunner.cancel` stops it anywhere — streaming, running tools, waiting for approval —
 and the run still closes its history properly and ends with ``run_ended(cancelled)``.
 """
@@ -149,9 +150,10 @@ class AgentRunner:
         ``take_now``: the consumer's own synchronous taker, offered each event as it is emitted
         when every earlier one has been yielded; an event it takes (returns True) is not
         yielded. It spares the run's task handing such an event to the consumer's through a
-        queue, and the consumer's task a wake-up, per streamed token. Order holds only if it
-        refuses while the consumer has not finished with what it was last given (the room's
-        projector holds a lock meanwhile: ``Projector.take_now``)."""
+        queue, and the consumer's task a wake-up, per streamed token. "Yielded" is not
+        "handled": order holds only if it refuses while the consumer is not done with what it
+        was given (the room's projector refuses while any task holds or waits for its lock:
+        ``Projector.take_now``)."""
         if self._task is not None:
             raise RuntimeError("AgentRunner.events() may be called once")
         self._take_now = take_now

@@ -20,6 +20,7 @@ from apps.engine.events import (
     MessageEnded,
     MessageStarted,
     TextDelta,
+    ToolCallArgumentsDelta,
     ToolCallStarted,
     TurnEnded,
     UsageUpdated,
@@ -134,6 +135,45 @@ async def test_take_now_takes_only_a_delta_that_handle_would_just_add(
         conversation=conversation).order_by("seq")] == [
         ("text_delta", "Hel"), ("text_delta", "lo rooms"), ("turn_ended", None),
         ("text_delta", "!")]
+
+
+async def test_take_now_does_not_overtake_an_event_waiting_for_the_projector(
+        acme: Team, alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found by review: when a tick's flush releases the projector, a task that waited for it
+    # with an event in hand takes it only at its next step; a delta taken in between would
+    # be stored ahead of that event (here a tool call's arguments ahead of its start).
+    conversation, _, projector = await projected(acme, alice)
+    await projector.handle(MessageStarted(message_id="m1"))
+    await projector.handle(TextDelta(message_id="m1", text="a"))
+    await projector.handle(TextDelta(message_id="m1", text="b"))  # waits for a tick
+    written, release = asyncio.Event(), asyncio.Event()
+    flush = projector._flush
+
+    async def slow_flush(*logged: Any) -> None:  # the tick's write takes a while
+        await flush(*logged)
+        written.set()
+        await release.wait()
+
+    monkeypatch.setattr(projector, "_flush", slow_flush)
+    projector.coalesce_s = 0.0
+    tick = asyncio.create_task(projector.tick())
+    await written.wait()
+    monkeypatch.setattr(projector, "_flush", flush)
+    started = asyncio.create_task(projector.handle(
+        ToolCallStarted(message_id="m1", index=0, name="Bash")))
+    await asyncio.sleep(0)  # it waits for the projector
+    arguments = ToolCallArgumentsDelta(message_id="m1", index=0, arguments_delta="{}")
+    taken: list[bool] = []
+    release.set()  # the runner's step comes between the tick's release and the waiting task's
+    asyncio.get_running_loop().call_soon(lambda: taken.append(projector.take_now(arguments)))
+    await tick
+    await started
+    assert taken == [False]
+    await projector.handle(arguments)
+    await projector.close()
+    assert [kind async for kind in ConversationEvent.objects.filter(
+        conversation=conversation).order_by("seq").values_list("kind", flat=True)] == [
+        "message_started", "text_delta", "text_delta", "tool_call_started", "tool_call_delta"]
 
 
 async def test_a_message_start_is_stored_with_its_first_delta_in_one_write(
