@@ -15,16 +15,23 @@ sockets read them again when they reconnect with ``after_seq`` (:mod:`apps.realt
 A batch that fails (its conversation was deleted) must not fail the others: when the shared
 transaction fails, each batch is written again alone and only the bad one gets the error.
 
-On PostgreSQL the writer has a thread, and so a database connection, of its own. On the one
-thread every other database call of the worker shares, a flush waited behind whatever the other
-runs were doing there: when a few dozen runs ended (or started) within a second, their
-transactions held the thread for hundreds of milliseconds and every live conversation's deltas
-arrived that much later (bench_fanout, 48 conversations: p99 75-105 ms while streaming, 340 ms
-as the runs ended). The two connections take rows in the same order, so they cannot deadlock:
-every transaction that appends to a conversation's log locks the conversation's row first
-(``conversation_lock``, or the seq UPDATE of ``events_append`` as its first statement), then
-message rows, and the writer locks its conversations in id order, then their messages. SQLite,
-whose writers take turns at one file lock anyway, keeps the shared thread.
+On PostgreSQL the writer has a database connection of its own, and no thread: psycopg's
+``AsyncConnection`` on the worker's event loop, made from Django's settings for the database
+(its parameters, role and isolation level) and opened at the first write. On the one thread
+every other database call of the worker shares, a flush waited behind whatever the other runs
+were doing there: when a few dozen runs ended (or started) within a second, their transactions
+held the thread for hundreds of milliseconds and every live conversation's deltas arrived that
+much later (bench_fanout, 48 conversations: p99 75-105 ms while streaming, 340 ms as the runs
+ended). A thread of the writer's own fixed that, but each write then paid two thread hops and
+the GIL passed back and forth with the loop's thread: on the loop the worker's CPU per streamed
+token fell by 4.5 % (issue 20, 64 x 5). The two connections take rows in the same order, so
+they cannot deadlock: every transaction that appends to a conversation's log locks the
+conversation's row first (``conversation_lock``, or the seq UPDATE of ``events_append`` as its
+first statement), then message rows, and the writer locks its conversations in id order, then
+their messages. A connection that broke (the server restarted) is dropped and the next write
+opens another: the retry of each batch alone that follows a failed write then stores them. The
+worker closes it when it stops (:func:`close_log_writer`). SQLite, whose writers take turns at
+one file lock anyway, keeps the shared thread.
 """
 
 from __future__ import annotations
@@ -33,13 +40,13 @@ import asyncio
 import functools
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 from channels.db import database_sync_to_async
-from django.db import close_old_connections, connection, connections, transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from apps.realtime.broadcast import group_send_many
@@ -49,7 +56,7 @@ from apps.realtime.outage import send_all_or_drop
 from apps.rooms.models import Conversation, ConversationEvent, Message
 from apps.rooms.services.events import seqs_allocate
 
-__all__ = ["LogWriter", "log_writer"]
+__all__ = ["LogWriter", "close_log_writer", "log_writer"]
 
 
 @dataclass(slots=True)
@@ -72,6 +79,7 @@ class LogWriter:
     def __init__(self) -> None:
         self._queue: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
+        self._connection: psycopg.AsyncConnection[Any] | None = None  # PostgreSQL's own
 
     async def write(self, conversation_id: int, run_id: int,
                     events: list[tuple[str, dict[str, Any]]],
@@ -102,8 +110,14 @@ class LogWriter:
             if self._queue:  # queued meanwhile (a run's last flush as it is cancelled too)
                 self._task = asyncio.create_task(self._drain(), name="log-writer")
 
+    async def aclose(self) -> None:
+        """Close the writer's PostgreSQL connection, if open (a later write opens another)."""
+        opened, self._connection = self._connection, None
+        if opened is not None:
+            await opened.close()
+
     async def _write(self, batches: list[_Batch]) -> None:
-        store = _storing()
+        store = self._store if _on_postgresql() else database_sync_to_async(_store)
         try:
             gone = await store(batches)
             stored = [batch for batch in batches if batch.conversation_id not in gone]
@@ -124,56 +138,70 @@ class LogWriter:
         await _broadcast(stored)
 
 
-@functools.cache
-def _writer_thread() -> ThreadPoolExecutor:
-    """The process's log-writer thread (PostgreSQL; see the module's docstring)."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-writer")
+    async def _store(self, batches: list[_Batch]) -> set[int]:
+        """PostgreSQL: :func:`_store`'s work in one statement on the writer's connection."""
+        write = _Round(batches)
+        statement, params = _one_statement(write)
+        opened = await self._connect()
+        try:
+            cursor = await opened.execute(statement, params)
+            rows = await cursor.fetchall()
+        except psycopg.Error:
+            raise  # a broken connection reads closed: the next write opens another
+        except BaseException:  # cancelled mid-statement: the connection's state is unknown
+            self._connection = None
+            await opened.close()  # finishes at once: no await point to be cancelled at
+            raise
+        return _stored(write, {int(c): int(last) - write.counts[c] + 1 for c, last in rows})
+
+    async def _connect(self) -> psycopg.AsyncConnection[Any]:
+        """The writer's connection, opened with Django's parameters for the database when
+        there is none (or it closed): autocommit, each write being one statement."""
+        if self._connection is not None and not self._connection.closed:
+            return self._connection
+        wrapper = connections["default"]
+        params = wrapper.get_connection_params()
+        params.pop("cursor_factory")  # a synchronous cursor
+        opened = await psycopg.AsyncConnection.connect(**params, autocommit=True)
+        options = wrapper.settings_dict["OPTIONS"]
+        try:
+            if "isolation_level" in options:
+                await opened.set_isolation_level(psycopg.IsolationLevel(options["isolation_level"]))
+            if options.get("assume_role"):
+                await opened.execute(wrapper.ops.compose_sql("SET ROLE %s",
+                                                             [options["assume_role"]]))
+        except BaseException:
+            await opened.close()
+            raise
+        self._connection = opened
+        return opened
 
 
-@functools.cache
-def _storing() -> Callable[[list[_Batch]], Awaitable[set[int]]]:
-    """``_store`` as a coroutine function, on the thread the database calls for; old and
-    broken connections are closed before and after, like every ``database_sync_to_async``.
-    Made once per process, not per write (the database's vendor does not change).
-
-    On PostgreSQL the thread is the writer's own, reached with the loop's ``run_in_executor``:
-    asgiref's hop (which the shared thread needs) would also carry the caller's context
-    variables there and back, which ``_store`` has no use for, at a third of a hop's cost."""
-    if connections["default"].vendor == "postgresql":
-        async def on_writer_thread(batches: list[_Batch]) -> set[int]:
-            return await asyncio.get_running_loop().run_in_executor(
-                _writer_thread(), _store_fresh, batches)
-        return on_writer_thread
-    return database_sync_to_async(_store)
-
-
-def _store_fresh(batches: list[_Batch]) -> set[int]:
-    """:func:`_store` between two ``close_old_connections``, as channels' hop does."""
-    close_old_connections()
-    try:
-        return _store(batches)
-    finally:
-        close_old_connections()
+def _on_postgresql() -> bool:
+    return connections["default"].vendor == "postgresql"
 
 
 def _store(batches: list[_Batch]) -> set[int]:
-    """Store every batch (seqs, events, checkpoints) and set its envelopes; returns the ids of
-    the conversations that are gone (their batches stored nothing). Each event's payload is
+    """Any database but PostgreSQL, on the thread of the process's database calls: store every
+    batch (seqs, events, checkpoints) in one transaction and set its envelopes; returns the ids
+    of the conversations that are gone (their batches stored nothing)."""
+    write = _Round(batches)
+    return _stored(write, _store_in_a_transaction(write))
+
+
+def _stored(write: _Round, firsts: dict[int, int]) -> set[int]:
+    """Set the envelopes of the batches whose conversation got ``firsts`` (its first seq in
+    this write); returns the ids of the conversations that are gone. Each event's payload is
     encoded once, for the store and the frame alike. A conversation's batches get consecutive
     seqs in their order; a checkpoint is stored with the last seq it includes."""
-    rounds = _Round(batches)
-    if connection.vendor == "postgresql":
-        firsts = _store_in_one_statement(rounds)
-    else:
-        firsts = _store_in_a_transaction(rounds)
-    for batch, offsets in zip(batches, rounds.offsets, strict=True):
+    for batch, offsets in zip(write.batches, write.offsets, strict=True):
         if batch.conversation_id in firsts:
             first = firsts[batch.conversation_id]
             batch.envelopes = [
                 {"type": "conv.event", "seq": first + offset, "kind": kind,
                  "frame": event_frame_text(first + offset, text)}
                 for offset, (kind, text) in zip(offsets, batch.texts, strict=True)]
-    return set(rounds.counts) - set(firsts)
+    return set(write.counts) - set(firsts)
 
 
 class _Round:
@@ -192,15 +220,16 @@ class _Round:
             batch.texts = [(kind, json.dumps(payload)) for kind, payload in batch.events]
 
 
-def _store_in_one_statement(write: _Round) -> dict[int, int]:
+def _one_statement(write: _Round) -> tuple[str, list[Any]]:
     """PostgreSQL: the seqs (an UPDATE ... RETURNING), the events (an INSERT) and the
     checkpoints (an UPDATE) in one statement of data-modifying CTEs (each runs once, to
     completion, whether or not the query reads it): one round trip and no BEGIN/COMMIT,
     however many batches. The events and the checkpoints travel as one JSON array each, with
     the payloads already encoded set in as they are: two parameters whatever the round's size,
-    where a parameter per column made quoting them (psycopg's client-side binding, in Python)
-    the writer's largest cost. A conversation that is gone has no row in ``s``, so nothing of
-    it is stored. Returns each stored conversation's first seq."""
+    where a parameter per column made adapting each one (psycopg, in Python) the writer's
+    largest cost. A conversation that is gone has no row in ``s``, so nothing of
+    it is stored. Returns the statement and its parameters; its rows are each stored
+    conversation's id and new last seq."""
     ids = sorted(write.counts)
     events: list[str] = []
     checkpoints: dict[int, str] = {}
@@ -217,10 +246,7 @@ def _store_in_one_statement(write: _Round) -> dict[int, int]:
                          timezone.now(), f"[{','.join(events)}]"]
     if checkpoints:
         params.append(f"[{','.join(checkpoints.values())}]")
-    with connection.cursor() as cursor:
-        cursor.execute(_statement(bool(checkpoints)), params)
-        rows = cursor.fetchall()
-    return {int(c): int(last) - write.counts[c] + 1 for c, last in rows}
+    return _statement(bool(checkpoints)), params
 
 
 def _array(numbers: Iterable[int]) -> str:
@@ -314,3 +340,10 @@ def log_writer() -> LogWriter:
     if writer is None:
         writer = _writers[loop] = LogWriter()
     return writer
+
+
+async def close_log_writer() -> None:
+    """Close the running event loop's writer's database connection (a worker that stops)."""
+    writer = _writers.get(asyncio.get_running_loop())
+    if writer is not None:
+        await writer.aclose()

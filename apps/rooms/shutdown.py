@@ -25,6 +25,7 @@ from channels.worker import Worker
 
 from apps.integrations.builders import provider_pool
 from apps.integrations.mcp_pool import mcp_pools
+from apps.rooms.log_writer import close_log_writer
 
 __all__ = ["ClosingWorker", "close_before_reactor_shutdown", "close_worker_pools"]
 
@@ -32,11 +33,11 @@ logger = logging.getLogger(__name__)
 
 
 async def close_worker_pools() -> None:
-    """Close the running loop's MCP pool (every server, in use or idle, with its descendants)
-    and its providers' HTTP clients, and wait for both. Never raises: a failure is logged and
-    the shutdown goes on."""
+    """Close the running loop's MCP pool (every server, in use or idle, with its descendants),
+    its providers' HTTP clients and its log writer's database connection, and wait for them.
+    Never raises: a failure is logged and the shutdown goes on."""
     results = await asyncio.gather(mcp_pools.aclose_all(), provider_pool.aclose_all(),
-                                   return_exceptions=True)
+                                   close_log_writer(), return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException):
             logger.error("closing the worker's pools failed", exc_info=result)

@@ -1,25 +1,51 @@
-"""The log writer's one statement on PostgreSQL (issue 20): the seqs, the events and the
-checkpoints of every waiting flush in one round trip, a conversation that is gone storing nothing
-and failing only its own flushes (see conftest.py for how this directory runs)."""
+"""The log writer's one statement on PostgreSQL (issue 20), on a connection of its own on the
+event loop: the seqs, the events and the checkpoints of every waiting flush in one round trip,
+a conversation that is gone storing nothing and failing only its own flushes, a broken
+connection replaced (see conftest.py for how this directory runs)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
+from collections.abc import AsyncIterator
+from typing import Any
 
+import psycopg
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
-from django.db import connection, connections
-from django.test.utils import CaptureQueriesContext
+from django.db import connection
 
 from apps.accounts.models import Team
-from apps.rooms.log_writer import _Batch, _store, _writer_thread, log_writer
+from apps.rooms.log_writer import _Batch, close_log_writer, log_writer
 from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+async def statements(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[str]]:
+    """The statements the writer's connection executes (a pass-through spy); the connection
+    is closed at the end (the test database is dropped after the session)."""
+    executed: list[str] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def spy(self: psycopg.AsyncConnection[Any], query: Any, *args: Any,
+                  **kwargs: Any) -> Any:
+        executed.append(str(query))
+        return await execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", spy)
+    try:
+        yield executed
+    finally:
+        await close_log_writer()
+
+
+async def store(batches: list[_Batch]) -> set[int]:
+    return await log_writer()._store(batches)
 
 
 def _conversations(count: int) -> list[tuple[int, int, int]]:
@@ -39,15 +65,19 @@ def delta(text: str) -> tuple[str, dict]:
     return "text_delta", {"kind": "text_delta", "message_id": "m", "text": text}
 
 
-def test_every_flush_in_one_statement_with_consecutive_seqs_and_the_last_checkpoint() -> None:
-    (a, run_a, message_a), (b, run_b, message_b) = _conversations(2)
-    Conversation.objects.filter(pk=b).update(last_seq=40)  # b's log goes on from 40
+async def test_every_flush_in_one_statement_with_consecutive_seqs_and_the_last_checkpoint(
+        statements: list[str]) -> None:
+    (a, run_a, message_a), (b, run_b, message_b) = await sync_to_async(_conversations)(2)
+    await Conversation.objects.filter(pk=b).aupdate(last_seq=40)  # b's log goes on from 40
     batches = [_Batch(a, run_a, [delta("a1"), delta("a2")], {message_a: ["first"]}, None),
                _Batch(b, run_b, [delta("b1")], {}, None),
                _Batch(a, run_a, [delta("a3")], {message_a: ["second"]}, None)]
-    with CaptureQueriesContext(connection) as queries:
-        gone = _store(batches)  # type: ignore[arg-type]
-    assert gone == set() and len(queries) == 1
+    assert await store(batches) == set()  # type: ignore[arg-type]
+    assert len(statements) == 1 and statements[0].lstrip().startswith("WITH s AS")
+    await sync_to_async(_check_first_write)(a, b, message_a, batches)
+
+
+def _check_first_write(a: int, b: int, message_a: int, batches: list[_Batch]) -> None:
     stored = {(e.conversation_id, e.seq): e.payload["text"]
               for e in ConversationEvent.objects.all()}
     assert stored == {(a, 1): "a1", (a, 2): "a2", (b, 41): "b1", (a, 3): "a3"}
@@ -61,33 +91,36 @@ def test_every_flush_in_one_statement_with_consecutive_seqs_and_the_last_checkpo
     assert Conversation.objects.get(pk=a).last_seq == 3
 
 
-def test_a_conversation_that_is_gone_stores_nothing_and_the_others_are_stored() -> None:
-    (kept, run_kept, _), (gone, run_gone, _) = _conversations(2)
-    Conversation.objects.filter(pk=gone).delete()
+async def test_a_conversation_that_is_gone_stores_nothing_and_the_others_are_stored(
+        statements: list[str]) -> None:
+    (kept, run_kept, _), (gone, run_gone, _) = await sync_to_async(_conversations)(2)
+    await Conversation.objects.filter(pk=gone).adelete()
     batches = [_Batch(kept, run_kept, [delta("ok")], {}, None),
                _Batch(gone, run_gone, [delta("lost")], {}, None)]
-    assert _store(batches) == {gone}  # type: ignore[arg-type]
-    assert list(ConversationEvent.objects.values_list("conversation_id", "seq")) == [(kept, 1)]
+    assert await store(batches) == {gone}  # type: ignore[arg-type]
+    assert [row async for row in ConversationEvent.objects.values_list(
+        "conversation_id", "seq")] == [(kept, 1)]
     assert batches[1].envelopes == []
 
 
-def test_payloads_and_checkpoints_round_trip_exactly() -> None:
+async def test_payloads_and_checkpoints_round_trip_exactly(statements: list[str]) -> None:
     """The events and checkpoints travel as one JSON document each: text that quoting, JSON
     escapes or the driver's placeholders could change is stored exactly as given."""
-    ((conversation, run, message),) = _conversations(1)
+    ((conversation, run, message),) = await sync_to_async(_conversations)(1)
     awkward = ["it's \"quoted\" \\ back", "%s %(x)s {}", "中文 ✓ 🚀 \u2028 \t\n", "$1 ?"]
     payloads = [("text_delta", {"kind": "text_delta", "message_id": "m", "text": text,
                                 "n": 1.5e-7, "none": None}) for text in awkward]
     content = [{"type": "text", "text": "".join(awkward)}]
-    _store([_Batch(conversation, run, payloads, {message: content}, None)])  # type: ignore[arg-type]
-    stored = [e.payload for e in ConversationEvent.objects.order_by("seq")]
+    await store([_Batch(conversation, run, payloads, {message: content}, None)])  # type: ignore[arg-type]
+    stored = [e.payload async for e in ConversationEvent.objects.order_by("seq")]
     assert stored == [payload for _, payload in payloads]
-    row = Message.objects.get(pk=message)
+    row = await Message.objects.aget(pk=message)
     assert (row.content, row.checkpoint_seq) == (content, 4)
 
 
-async def test_a_flush_is_not_held_behind_the_workers_other_database_calls() -> None:
-    """The writer has a thread and a connection of its own: a flush is stored and broadcast
+async def test_a_flush_is_not_held_behind_the_workers_other_database_calls(
+        statements: list[str]) -> None:
+    """The writer has a connection of its own on the loop: a flush is stored and broadcast
     while the thread every other database call of the process shares is busy."""
     channel_layers.backends.clear()  # a layer of this test's event loop
     ((conversation, run, _),) = await sync_to_async(_conversations)(1)
@@ -105,6 +138,26 @@ async def test_a_flush_is_not_held_behind_the_workers_other_database_calls() -> 
     finally:
         release.set()
         await held
-        await asyncio.get_running_loop().run_in_executor(_writer_thread(),
-                                                         connections.close_all)
     assert await ConversationEvent.objects.filter(conversation_id=conversation).acount() == 1
+
+
+async def test_a_broken_connection_is_replaced_and_the_write_still_stored(
+        statements: list[str]) -> None:
+    """When the writer's connection dies (the server restarted it), the write that finds it
+    dead fails as a whole, and its batches, each written again alone, go on a new one."""
+    channel_layers.backends.clear()  # a layer of this test's event loop
+    ((conversation, run, _),) = await sync_to_async(_conversations)(1)
+    writer = log_writer()
+    await writer.write(conversation, run, [delta("before")], {})
+    assert writer._connection is not None
+    dead = writer._connection.info.backend_pid
+    await sync_to_async(_terminate)(dead)
+    await asyncio.wait_for(writer.write(conversation, run, [delta("after")], {}), 10)
+    assert writer._connection is not None and writer._connection.info.backend_pid != dead
+    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
+        conversation_id=conversation).order_by("seq")] == ["before", "after"]
+
+
+def _terminate(pid: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])

@@ -125,21 +125,17 @@ async def test_a_write_cancelled_with_the_loop_leaves_no_writer_waiting(
         return _store(batches)
 
     monkeypatch.setattr(module, "_store", held)
-    module._storing.cache_clear()  # made again with the held _store
-    try:
-        writer = log_writer()
-        first = asyncio.create_task(writer.write(a, run_a, [delta("a1")], {}))
-        await asyncio.to_thread(entered.wait, 10)
-        last = asyncio.create_task(writer.write(b, run_b, [delta("b1")], {}))
-        await asyncio.sleep(0)  # queued behind the write in progress
-        assert writer._task is not None
-        writer._task.cancel()
-        await asyncio.sleep(0)
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(first, 10)
-        await asyncio.wait_for(last, 10)
-    finally:
-        module._storing.cache_clear()
+    writer = log_writer()
+    first = asyncio.create_task(writer.write(a, run_a, [delta("a1")], {}))
+    await asyncio.to_thread(entered.wait, 10)
+    last = asyncio.create_task(writer.write(b, run_b, [delta("b1")], {}))
+    await asyncio.sleep(0)  # queued behind the write in progress
+    assert writer._task is not None
+    writer._task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(first, 10)
+    await asyncio.wait_for(last, 10)
     assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
         conversation_id=b)] == ["b1"]
