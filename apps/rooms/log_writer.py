@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ import psycopg
 from channels.db import database_sync_to_async
 from django.db import connection, connections, transaction
 from django.utils import timezone
+from psycopg import sql
 
 from apps.realtime.broadcast import group_send_many
 from apps.realtime.event_frame import event_frame_text
@@ -56,7 +58,12 @@ from apps.realtime.outage import send_all_or_drop
 from apps.rooms.models import Conversation, ConversationEvent, Message
 from apps.rooms.services.events import seqs_allocate
 
-__all__ = ["LogWriter", "close_log_writer", "log_writer"]
+__all__ = ["CLOSE_WAIT_S", "LogWriter", "close_log_writer", "log_writer"]
+
+logger = logging.getLogger(__name__)
+
+CLOSE_WAIT_S = 5.0
+"""At most this long :meth:`LogWriter.aclose` waits for the statement on the connection."""
 
 
 @dataclass(slots=True)
@@ -80,13 +87,15 @@ class LogWriter:
         self._queue: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
         self._connection: psycopg.AsyncConnection[Any] | None = None  # PostgreSQL's own
+        self._statement_lock = asyncio.Lock()  # held while a statement is on the connection
 
     async def write(self, conversation_id: int, run_id: int,
                     events: list[tuple[str, dict[str, Any]]],
                     checkpoints: dict[int, list[dict[str, Any]]]) -> None:
         """Store ``(kind, payload)`` events with their seqs and the messages' content so far,
         then broadcast the events; returns once both are done. Raises what storing raised
-        (``Conversation.DoesNotExist``, database errors)."""
+        (``Conversation.DoesNotExist``, database errors: psycopg's own on PostgreSQL,
+        Django's elsewhere)."""
         if not events:
             return
         batch = _Batch(conversation_id, run_id, events, checkpoints,
@@ -111,10 +120,21 @@ class LogWriter:
                 self._task = asyncio.create_task(self._drain(), name="log-writer")
 
     async def aclose(self) -> None:
-        """Close the writer's PostgreSQL connection, if open (a later write opens another)."""
+        """Close the writer's PostgreSQL connection, if open, once the statement on it (if
+        any) has its answer: closed under it, the server would still commit the write while
+        the writer, seeing it fail, stored its batches again (found by review). Waits at most
+        :data:`CLOSE_WAIT_S` for that. A later write opens another connection."""
+        try:
+            async with asyncio.timeout(CLOSE_WAIT_S):
+                await self._statement_lock.acquire()
+        except TimeoutError:
+            logger.warning("closing the log writer's connection under a statement that has "
+                           "run for %s s", CLOSE_WAIT_S)
+        else:
+            self._statement_lock.release()  # nothing awaits between here and the close
         opened, self._connection = self._connection, None
         if opened is not None:
-            await opened.close()
+            await opened.close()  # finishes at once: no await point
 
     async def _write(self, batches: list[_Batch]) -> None:
         store = self._store if _on_postgresql() else database_sync_to_async(_store)
@@ -142,16 +162,17 @@ class LogWriter:
         """PostgreSQL: :func:`_store`'s work in one statement on the writer's connection."""
         write = _Round(batches)
         statement, params = _one_statement(write)
-        opened = await self._connect()
-        try:
-            cursor = await opened.execute(statement, params)
-            rows = await cursor.fetchall()
-        except psycopg.Error:
-            raise  # a broken connection reads closed: the next write opens another
-        except BaseException:  # cancelled mid-statement: the connection's state is unknown
-            self._connection = None
-            await opened.close()  # finishes at once: no await point to be cancelled at
-            raise
+        async with self._statement_lock:
+            opened = await self._connect()
+            try:
+                cursor = await opened.execute(statement, params)
+                rows = await cursor.fetchall()
+            except psycopg.Error:
+                raise  # a broken connection reads closed: the next write opens another
+            except BaseException:  # cancelled mid-statement: the connection's state is unknown
+                self._connection = None
+                await opened.close()  # finishes at once: no await point to be cancelled at
+                raise
         return _stored(write, {int(c): int(last) - write.counts[c] + 1 for c, last in rows})
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
@@ -167,9 +188,9 @@ class LogWriter:
         try:
             if "isolation_level" in options:
                 await opened.set_isolation_level(psycopg.IsolationLevel(options["isolation_level"]))
-            if options.get("assume_role"):
-                await opened.execute(wrapper.ops.compose_sql("SET ROLE %s",
-                                                             [options["assume_role"]]))
+            if options.get("assume_role"):  # as Django's _configure_role, composed by psycopg
+                await opened.execute(  # (Django's compose_sql needs its own connection)
+                    sql.SQL("SET ROLE {}").format(sql.Literal(options["assume_role"])))
         except BaseException:
             await opened.close()
             raise

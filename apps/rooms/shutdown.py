@@ -1,11 +1,12 @@
-"""A run worker's graceful stop: its warm MCP servers and provider clients closed while its
-event loop still runs.
+"""A run worker's graceful stop: its warm MCP servers, provider clients and log writer's
+database connection closed while its event loop still runs.
 
 The worker's pools (:data:`apps.integrations.mcp_pool.mcp_pools`,
 :data:`apps.integrations.builders.provider_pool`) hold the loop's MCP server processes and HTTP
-connections. Without a close they end only with the process: the subreaper's
-``PR_SET_PDEATHSIG`` sends each server's tree SIGTERM and the sockets are dropped. Where a
-worker's loop ends, :func:`close_worker_pools` closes them instead:
+connections, its log writer (:mod:`apps.rooms.log_writer`) a PostgreSQL connection. Without
+a close they end only with the process: the subreaper's ``PR_SET_PDEATHSIG`` sends each
+server's tree SIGTERM and the sockets are dropped. Where a worker's loop ends,
+:func:`close_worker_pools` closes them instead:
 
 - ``manage.py serve`` (the embedded worker inside Daphne): :func:`close_before_reactor_shutdown`
   adds a Twisted "before shutdown" trigger; Twisted waits for the Deferred it returns while the

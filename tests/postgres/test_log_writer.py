@@ -16,7 +16,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
-from django.db import connection
+from django.db import connection, connections
 
 from apps.accounts.models import Team
 from apps.rooms.log_writer import _Batch, close_log_writer, log_writer
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 async def statements(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[str]]:
     """The statements the writer's connection executes (a pass-through spy); the connection
-    is closed at the end (the test database is dropped after the session)."""
+    is closed at the end."""
     executed: list[str] = []
     execute = psycopg.AsyncConnection.execute
 
@@ -161,3 +161,44 @@ async def test_a_broken_connection_is_replaced_and_the_write_still_stored(
 def _terminate(pid: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+async def test_closing_waits_for_the_statement_on_the_connection(statements: list[str]) -> None:
+    """The worker closes the connection while its runs still write: a statement in flight
+    gets its answer first. Closed under it, the server still committed it while the writer,
+    seeing it fail, stored its batch again (found by review: ``once`` stored twice)."""
+    channel_layers.backends.clear()  # a layer of this test's event loop
+    ((conversation, run, _),) = await sync_to_async(_conversations)(1)
+    writer = log_writer()
+    await writer.write(conversation, run, [delta("warm")], {})
+    params = connections["default"].get_connection_params()
+    params.pop("cursor_factory")
+    async with await psycopg.AsyncConnection.connect(**params) as locker:
+        await locker.execute("SELECT 1 FROM rooms_conversation WHERE id = %s FOR UPDATE",
+                             [conversation])
+        pending = asyncio.ensure_future(writer.write(conversation, run, [delta("once")], {}))
+        while sum(s.lstrip().startswith("WITH") for s in statements) < 2:  # it waits
+            await asyncio.sleep(0.01)
+        closing = asyncio.ensure_future(close_log_writer())
+        await asyncio.sleep(0.2)
+        assert not closing.done()  # it waits for the statement's answer
+        await locker.commit()
+    await asyncio.wait_for(asyncio.gather(pending, closing), 10)
+    assert writer._connection is None
+    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
+        conversation_id=conversation).order_by("seq")] == ["warm", "once"]
+
+
+async def test_the_connection_takes_the_role_of_the_settings(
+        statements: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``OPTIONS["assume_role"]`` applies to the writer's connection as to Django's."""
+    role = await sync_to_async(_current_user)()
+    monkeypatch.setitem(connections["default"].settings_dict["OPTIONS"], "assume_role", role)
+    cursor = await (await log_writer()._connect()).execute("SHOW role")
+    assert await cursor.fetchall() == [(role,)]  # "none" without SET ROLE
+
+
+def _current_user() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        return cursor.fetchone()[0]
