@@ -63,7 +63,8 @@ __all__ = ["CLOSE_WAIT_S", "LogWriter", "close_log_writer", "log_writer"]
 logger = logging.getLogger(__name__)
 
 CLOSE_WAIT_S = 5.0
-"""At most this long :meth:`LogWriter.aclose` waits for the statement on the connection."""
+"""How long :meth:`LogWriter.aclose` waits for the statement on the connection before it
+cancels it, and then for the cancelled statement to end."""
 
 
 @dataclass(slots=True)
@@ -87,7 +88,8 @@ class LogWriter:
         self._queue: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
         self._connection: psycopg.AsyncConnection[Any] | None = None  # PostgreSQL's own
-        self._statement_lock = asyncio.Lock()  # held while a statement is on the connection
+        # the connection a statement is on and what is set when it ends (one drain at a time)
+        self._running: tuple[psycopg.AsyncConnection[Any], asyncio.Event] | None = None
 
     async def write(self, conversation_id: int, run_id: int,
                     events: list[tuple[str, dict[str, Any]]],
@@ -122,19 +124,18 @@ class LogWriter:
     async def aclose(self) -> None:
         """Close the writer's PostgreSQL connection, if open, once the statement on it (if
         any) has its answer: closed under it, the server would still commit the write while
-        the writer, seeing it fail, stored its batches again (found by review). Waits at most
-        :data:`CLOSE_WAIT_S` for that. A later write opens another connection."""
-        try:
-            async with asyncio.timeout(CLOSE_WAIT_S):
-                await self._statement_lock.acquire()
-        except TimeoutError:
-            logger.warning("closing the log writer's connection under a statement that has "
-                           "run for %s s", CLOSE_WAIT_S)
-        else:
-            self._statement_lock.release()  # nothing awaits between here and the close
+        the writer, seeing it fail, stored its batches again (found by review). A statement
+        still running after :data:`CLOSE_WAIT_S` is cancelled on the server, so the write
+        rolls back and its batches, each written again alone, are stored once. Later writes
+        (a run that still flushes while the worker stops, that retry) open another
+        connection."""
         opened, self._connection = self._connection, None
-        if opened is not None:
-            await opened.close()  # finishes at once: no await point
+        if opened is None:
+            return
+        running = self._running
+        if running is not None and running[0] is opened:
+            await _let_end(opened, running[1])
+        await opened.close()
 
     async def _write(self, batches: list[_Batch]) -> None:
         store = self._store if _on_postgresql() else database_sync_to_async(_store)
@@ -162,17 +163,21 @@ class LogWriter:
         """PostgreSQL: :func:`_store`'s work in one statement on the writer's connection."""
         write = _Round(batches)
         statement, params = _one_statement(write)
-        async with self._statement_lock:
-            opened = await self._connect()
-            try:
-                cursor = await opened.execute(statement, params)
-                rows = await cursor.fetchall()
-            except psycopg.Error:
-                raise  # a broken connection reads closed: the next write opens another
-            except BaseException:  # cancelled mid-statement: the connection's state is unknown
+        opened = await self._connect()
+        self._running = running = (opened, asyncio.Event())
+        try:
+            cursor = await opened.execute(statement, params)
+            rows = await cursor.fetchall()
+        except psycopg.Error:
+            raise  # a broken connection reads closed: the next write opens another
+        except BaseException:  # cancelled mid-statement: the connection's state is unknown
+            if self._connection is opened:
                 self._connection = None
-                await opened.close()  # finishes at once: no await point to be cancelled at
-                raise
+            await opened.close()  # finishes at once: no await point to be cancelled at
+            raise
+        finally:
+            running[1].set()
+            self._running = None
         return _stored(write, {int(c): int(last) - write.counts[c] + 1 for c, last in rows})
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
@@ -196,6 +201,27 @@ class LogWriter:
             raise
         self._connection = opened
         return opened
+
+
+async def _let_end(opened: psycopg.AsyncConnection[Any], ended: asyncio.Event) -> None:
+    """Wait :data:`CLOSE_WAIT_S` for the statement on ``opened`` to end (``ended`` is set),
+    then cancel it on the server and wait as long again."""
+    if await _ended(ended, CLOSE_WAIT_S):
+        return
+    await opened.cancel_safe(timeout=CLOSE_WAIT_S)
+    if not await _ended(ended, CLOSE_WAIT_S):
+        logger.warning("closing the log writer's connection under a statement that did not "
+                       "end when cancelled")
+
+
+async def _ended(event: asyncio.Event, timeout: float) -> bool:
+    """Whether ``event`` is set within ``timeout`` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 def _on_postgresql() -> bool:

@@ -8,8 +8,8 @@ order is kept. A message's first delta is not held back: it is what tells the ro
 has started answering (issue 22: send -> first ``text_delta``). Deltas that waited their window
 are flushed by the worker's pulse (:mod:`apps.rooms.pulse`), which ticks every projector
 together a few times per window, not by the delta that happens to arrive after the window: the
-flushes of every run due at a tick then share one write of the log writer (one statement, one
-broadcast round trip: a write costs several flushes' worth on its own), where
+flushes of every run due at a tick then share one write of the log writer (on PostgreSQL one
+statement, one broadcast round trip: a write costs several flushes' worth on its own), where
 each run's own flush was mostly a write of its own (issue 20: 112 flushes of a 400-token run
 in 31 writes at 64 conversations). A flush also checkpoints the
 message being written when its last checkpoint is :data:`~apps.rooms.drafts.CHECKPOINT_S`
@@ -262,9 +262,9 @@ class Projector:
 
     def _store_start(self, started: MessageStarted, deltas: list[Delta]) -> None:
         """A message's start with the deltas that followed it (its first one: run start's
-        ``text_delta``) in one transaction, so the room sees the answer begin one statement
-        and one commit sooner than through ``_store`` and then the log writer. The message's
-        row is made holding them."""
+        ``text_delta``) in one transaction, so the room sees the answer begin one commit (and
+        the log writer's write) sooner than through ``_store`` and then the log writer. The
+        message's row is made holding them."""
         with transaction.atomic():  # events_append's seq UPDATE locks the conversation first
             rows = events_append(self.conversation_id,
                                  [(e.kind, e.model_dump(mode="json")) for e in (started, *deltas)],

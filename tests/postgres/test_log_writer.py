@@ -19,6 +19,7 @@ from channels.layers import channel_layers
 from django.db import connection, connections
 
 from apps.accounts.models import Team
+from apps.rooms import log_writer as log_writer_module
 from apps.rooms.log_writer import _Batch, close_log_writer, log_writer
 from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
@@ -177,8 +178,7 @@ async def test_closing_waits_for_the_statement_on_the_connection(statements: lis
         await locker.execute("SELECT 1 FROM rooms_conversation WHERE id = %s FOR UPDATE",
                              [conversation])
         pending = asyncio.ensure_future(writer.write(conversation, run, [delta("once")], {}))
-        while sum(s.lstrip().startswith("WITH") for s in statements) < 2:  # it waits
-            await asyncio.sleep(0.01)
+        await _statement_started(statements, 2)
         closing = asyncio.ensure_future(close_log_writer())
         await asyncio.sleep(0.2)
         assert not closing.done()  # it waits for the statement's answer
@@ -187,6 +187,37 @@ async def test_closing_waits_for_the_statement_on_the_connection(statements: lis
     assert writer._connection is None
     assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
         conversation_id=conversation).order_by("seq")] == ["warm", "once"]
+
+
+async def test_a_statement_that_outlasts_the_wait_is_cancelled_and_stored_once(
+        statements: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Closing cancels a statement still running after CLOSE_WAIT_S: the write rolls back and
+    its batch, written again alone on a new connection, is stored once."""
+    monkeypatch.setattr(log_writer_module, "CLOSE_WAIT_S", 0.3)
+    channel_layers.backends.clear()  # a layer of this test's event loop
+    ((conversation, run, _),) = await sync_to_async(_conversations)(1)
+    writer = log_writer()
+    await writer.write(conversation, run, [delta("warm")], {})
+    params = connections["default"].get_connection_params()
+    params.pop("cursor_factory")
+    async with await psycopg.AsyncConnection.connect(**params) as locker:
+        await locker.execute("SELECT 1 FROM rooms_conversation WHERE id = %s FOR UPDATE",
+                             [conversation])
+        pending = asyncio.ensure_future(writer.write(conversation, run, [delta("once")], {}))
+        await _statement_started(statements, 2)
+        await asyncio.wait_for(close_log_writer(), 10)  # cancelled, then the retry waits
+        await _statement_started(statements, 3)  # the batch alone, on a new connection
+        await locker.commit()
+    await asyncio.wait_for(pending, 10)
+    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
+        conversation_id=conversation).order_by("seq")] == ["warm", "once"]
+
+
+async def _statement_started(statements: list[str], count: int) -> None:
+    """Until the writer has begun ``count`` statements (each waits for the locked row)."""
+    async with asyncio.timeout(5):
+        while sum(s.lstrip().startswith("WITH") for s in statements) < count:
+            await asyncio.sleep(0.01)
 
 
 async def test_the_connection_takes_the_role_of_the_settings(
