@@ -17,9 +17,9 @@ transaction fails, each batch is written again alone and only the bad one gets t
 
 On PostgreSQL the writer has a database connection of its own, and no thread: psycopg's
 ``AsyncConnection`` on the worker's event loop, made from Django's settings for the database
-(its parameters, role and isolation level) and opened at the first write. On the one thread
-every other database call of the worker shares, a flush waited behind whatever the other runs
-were doing there: when a few dozen runs ended (or started) within a second, their transactions
+(its parameters and role) and opened at the first write. On the one thread every other
+database call of the worker shares, a flush waited behind whatever the other runs were doing
+there: when a few dozen runs ended (or started) within a second, their transactions
 held the thread for hundreds of milliseconds and every live conversation's deltas arrived that
 much later (bench_fanout, 48 conversations: p99 75-105 ms while streaming, 340 ms as the runs
 ended). A thread of the writer's own fixed that, but each write then paid two thread hops and
@@ -133,9 +133,11 @@ class LogWriter:
         if opened is None:
             return
         running = self._running
-        if running is not None and running[0] is opened:
-            await _let_end(opened, running[1])
-        await opened.close()
+        try:
+            if running is not None and running[0] is opened:
+                await _let_end(opened, running[1])
+        finally:  # a cancel that could not be sent, or this close cancelled: closed anyway
+            await opened.close()
 
     async def _write(self, batches: list[_Batch]) -> None:
         store = self._store if _on_postgresql() else database_sync_to_async(_store)
@@ -189,16 +191,15 @@ class LogWriter:
         params = wrapper.get_connection_params()
         params.pop("cursor_factory")  # a synchronous cursor
         opened = await psycopg.AsyncConnection.connect(**params, autocommit=True)
-        options = wrapper.settings_dict["OPTIONS"]
-        try:
-            if "isolation_level" in options:
-                await opened.set_isolation_level(psycopg.IsolationLevel(options["isolation_level"]))
-            if options.get("assume_role"):  # as Django's _configure_role, composed by psycopg
-                await opened.execute(  # (Django's compose_sql needs its own connection)
-                    sql.SQL("SET ROLE {}").format(sql.Literal(options["assume_role"])))
-        except BaseException:
-            await opened.close()
-            raise
+        # OPTIONS' isolation_level applies to transactions; each write is a statement in
+        # autocommit, run at the server's default level as Django's autocommit statements are.
+        role = wrapper.settings_dict["OPTIONS"].get("assume_role")
+        if role:  # as Django's _configure_role, composed by psycopg (Django's compose_sql
+            try:  # needs Django's own connection)
+                await opened.execute(sql.SQL("SET ROLE {}").format(sql.Literal(role)))
+            except BaseException:
+                await opened.close()
+                raise
         self._connection = opened
         return opened
 
