@@ -88,8 +88,8 @@ class LogWriter:
         self._queue: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
         self._connection: psycopg.AsyncConnection[Any] | None = None  # PostgreSQL's own
-        # the connection a statement is on and what is set when it ends (one drain at a time)
-        self._running: tuple[psycopg.AsyncConnection[Any], asyncio.Event] | None = None
+        # set when the statement on the connection ends (one drain at a time: one statement)
+        self._running: asyncio.Event | None = None
 
     async def write(self, conversation_id: int, run_id: int,
                     events: list[tuple[str, dict[str, Any]]],
@@ -132,10 +132,10 @@ class LogWriter:
         opened, self._connection = self._connection, None
         if opened is None:
             return
-        running = self._running
+        running = self._running  # on ``opened``: a statement starts only on _connection
         try:
-            if running is not None and running[0] is opened:
-                await _let_end(opened, running[1])
+            if running is not None:
+                await _let_end(opened, running)
         finally:  # a cancel that could not be sent, or this close cancelled: closed anyway
             await opened.close()
 
@@ -166,7 +166,7 @@ class LogWriter:
         write = _Round(batches)
         statement, params = _one_statement(write)
         opened = await self._connect()
-        self._running = running = (opened, asyncio.Event())
+        self._running = running = asyncio.Event()
         try:
             cursor = await opened.execute(statement, params)
             rows = await cursor.fetchall()
@@ -178,7 +178,7 @@ class LogWriter:
             await opened.close()  # finishes at once: no await point to be cancelled at
             raise
         finally:
-            running[1].set()
+            running.set()
             self._running = None
         return _stored(write, {int(c): int(last) - write.counts[c] + 1 for c, last in rows})
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -20,7 +21,7 @@ from django.db import connection, connections
 
 from apps.accounts.models import Team
 from apps.rooms import log_writer as log_writer_module
-from apps.rooms.log_writer import _Batch, close_log_writer, log_writer
+from apps.rooms.log_writer import LogWriter, _Batch, close_log_writer, log_writer
 from apps.rooms.models import Conversation, ConversationEvent, Message, Room, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,8 +156,7 @@ async def test_a_broken_connection_is_replaced_and_the_write_still_stored(
     await sync_to_async(_terminate)(dead)
     await asyncio.wait_for(writer.write(conversation, run, [delta("after")], {}), 10)
     assert writer._connection is not None and writer._connection.info.backend_pid != dead
-    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
-        conversation_id=conversation).order_by("seq")] == ["before", "after"]
+    assert await _texts(conversation) == ["before", "after"]
 
 
 def _terminate(pid: int) -> None:
@@ -168,25 +168,16 @@ async def test_closing_waits_for_the_statement_on_the_connection(statements: lis
     """The worker closes the connection while its runs still write: a statement in flight
     gets its answer first. Closed under it, the server still committed it while the writer,
     seeing it fail, stored its batch again (found by review: ``once`` stored twice)."""
-    channel_layers.backends.clear()  # a layer of this test's event loop
-    ((conversation, run, _),) = await sync_to_async(_conversations)(1)
-    writer = log_writer()
-    await writer.write(conversation, run, [delta("warm")], {})
-    params = connections["default"].get_connection_params()
-    params.pop("cursor_factory")
-    async with await psycopg.AsyncConnection.connect(**params) as locker:
-        await locker.execute("SELECT 1 FROM rooms_conversation WHERE id = %s FOR UPDATE",
-                             [conversation])
+    writer, conversation, run = await _warm_writer()
+    async with _row_locked(conversation):
         pending = asyncio.ensure_future(writer.write(conversation, run, [delta("once")], {}))
         await _statement_started(statements, 2)
         closing = asyncio.ensure_future(close_log_writer())
         await asyncio.sleep(0.2)
         assert not closing.done()  # it waits for the statement's answer
-        await locker.commit()
     await asyncio.wait_for(asyncio.gather(pending, closing), 10)
     assert writer._connection is None
-    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
-        conversation_id=conversation).order_by("seq")] == ["warm", "once"]
+    assert await _texts(conversation) == ["warm", "once"]
 
 
 async def test_a_statement_that_outlasts_the_wait_is_cancelled_and_stored_once(
@@ -194,23 +185,42 @@ async def test_a_statement_that_outlasts_the_wait_is_cancelled_and_stored_once(
     """Closing cancels a statement still running after CLOSE_WAIT_S: the write rolls back and
     its batch, written again alone on a new connection, is stored once."""
     monkeypatch.setattr(log_writer_module, "CLOSE_WAIT_S", 0.3)
+    writer, conversation, run = await _warm_writer()
+    async with _row_locked(conversation):
+        pending = asyncio.ensure_future(writer.write(conversation, run, [delta("once")], {}))
+        await _statement_started(statements, 2)
+        await asyncio.wait_for(close_log_writer(), 10)  # cancelled, then the retry waits
+        await _statement_started(statements, 3)  # the batch alone, on a new connection
+    await asyncio.wait_for(pending, 10)
+    assert await _texts(conversation) == ["warm", "once"]
+
+
+async def _warm_writer() -> tuple[LogWriter, int, int]:
+    """This loop's writer with its connection open (one event written), a conversation, its
+    run."""
     channel_layers.backends.clear()  # a layer of this test's event loop
     ((conversation, run, _),) = await sync_to_async(_conversations)(1)
     writer = log_writer()
     await writer.write(conversation, run, [delta("warm")], {})
+    return writer, conversation, run
+
+
+@asynccontextmanager
+async def _row_locked(conversation: int) -> AsyncIterator[None]:
+    """The conversation's row locked by another connection until the block ends: the
+    writer's statement waits for it."""
     params = connections["default"].get_connection_params()
     params.pop("cursor_factory")
     async with await psycopg.AsyncConnection.connect(**params) as locker:
         await locker.execute("SELECT 1 FROM rooms_conversation WHERE id = %s FOR UPDATE",
                              [conversation])
-        pending = asyncio.ensure_future(writer.write(conversation, run, [delta("once")], {}))
-        await _statement_started(statements, 2)
-        await asyncio.wait_for(close_log_writer(), 10)  # cancelled, then the retry waits
-        await _statement_started(statements, 3)  # the batch alone, on a new connection
+        yield
         await locker.commit()
-    await asyncio.wait_for(pending, 10)
-    assert [e.payload["text"] async for e in ConversationEvent.objects.filter(
-        conversation_id=conversation).order_by("seq")] == ["warm", "once"]
+
+
+async def _texts(conversation: int) -> list[str]:
+    return [e.payload["text"] async for e in ConversationEvent.objects.filter(
+        conversation_id=conversation).order_by("seq")]
 
 
 async def _statement_started(statements: list[str], count: int) -> None:
