@@ -1,12 +1,11 @@
 """Rows to engine objects: provider settings, the shared provider pool, a team's model and the
 settings of a run.
 
-The pool keeps ONE engine provider per :class:`ProviderSettings` (so one ``httpx2`` connection
-pool per endpoint and key, shared by every run of the process), each wrapped in
-``RetryingProvider``. A changed configuration (new key, new URL) is a different
-``ProviderSettings`` and gets its own provider; the old one's idle connections close by
-themselves after httpx's keep-alive expiry, and :meth:`ProviderPool.aclose_all` closes the rest
-at shutdown.
+The pool keeps ONE engine provider per :class:`ProviderSettings` (so one connection pool per
+endpoint and key, shared by every run of the process), each wrapped in ``RetryingProvider``. A
+changed configuration (new key, new URL) is a different ``ProviderSettings`` and gets its own
+provider; the old one's idle connections close by themselves after the transport's keep-alive
+expiry, and :meth:`ProviderPool.aclose_all` closes the rest at shutdown.
 """
 
 from __future__ import annotations
@@ -89,6 +88,8 @@ class ProviderPool:
         """The shared provider for ``settings``, made on first use."""
         loop = asyncio.get_running_loop()
         with self._lock:
+            for ended in [other for other in self._by_loop if other.is_closed()]:
+                del self._by_loop[ended]  # its providers' sessions hold it: not a weak key then
             providers = self._by_loop.setdefault(loop, {})
             provider = providers.get(settings)
             if provider is None:

@@ -1,5 +1,5 @@
 """The run worker's CPU per streamed token of a provider's stream, layer by layer: a bare socket
-(the floor), the HTTP client (httpx2 on confab's asyncio network backend) and the whole provider
+(the floor), the HTTP client (httpx2 on aiohttp, as the providers use it) and the whole provider
 (confab's SSE decoder, JSON, the Anthropic translator and its well-formedness check).
 
 Run with ``make bench`` or ``.venv/bin/python -m tests.benchmarks.bench_provider_stream``
@@ -10,8 +10,8 @@ each to its end:
 
 - socket: an ``asyncio.Protocol`` that counts the reads of the raw response (chunked body,
   SSE and all): the event loop's and the kernel's cost of a read, nothing parsed;
-- httpx2: ``httpx2.AsyncClient.stream`` over :class:`~apps.engine.providers.asyncio_backend.
-  AsyncioHTTPTransport` and ``Response.aiter_bytes``: the HTTP client as the providers use it;
+- httpx2: ``httpx2.AsyncClient.stream`` over :class:`~apps.engine.providers.aiohttp_transport.
+  AiohttpTransport` and ``Response.aiter_bytes``: the HTTP client as the providers use it;
 - provider: ``AnthropicProvider.stream_chat``, the events a run gets.
 
 Each is timed in the process's CPU time (fakellm's is not counted) per token streamed, the
@@ -38,8 +38,8 @@ import httpx2
 import uvloop
 
 from apps.engine.messages import ChatRequest, Message
+from apps.engine.providers.aiohttp_transport import AiohttpTransport
 from apps.engine.providers.anthropic import AnthropicProvider
-from apps.engine.providers.asyncio_backend import AsyncioHTTPTransport
 from apps.engine.providers.base import HttpCall, ProviderSettings
 from tests.e2e.harness import http_ok
 from tests.services.procs import LOOPBACK, free_port, orphan_guard, wait_until
@@ -106,7 +106,7 @@ async def measure(url: str, streams: int, tokens: int, rounds: int) -> dict[str,
                                                   api_key="bench"))
     request = request_for(tokens)
     call = provider.build_call(request)
-    client = httpx2.AsyncClient(transport=AsyncioHTTPTransport(), timeout=60)
+    client = httpx2.AsyncClient(transport=AiohttpTransport(), timeout=60)
     layers: dict[str, Callable[[], Awaitable[int]]] = {
         "socket": lambda: read_socket(call),
         "httpx2": lambda: read_httpx2(client, call),

@@ -3,8 +3,8 @@
 An adapter has three seams (DESIGN 2.3): map the request (``build_call``), translate the stream
 (``new_translator``: a pure object fed SSE events, so the replay command and the fixtures drive
 it without HTTP), and map errors (``classify_error`` on the error body). :class:`HttpProvider`
-owns everything else: one ``httpx2.AsyncClient`` per configuration (on the asyncio network
-backend of :mod:`~apps.engine.providers.asyncio_backend`), explicit connect and
+owns everything else: one ``httpx2.AsyncClient`` per configuration (on aiohttp's client:
+:mod:`~apps.engine.providers.aiohttp_transport`), explicit connect and
 idle-read timeouts, the response closed in ``finally`` (and so on cancellation), transport
 failures mapped to ``network`` before the first byte and ``stream_interrupted`` after it.
 """
@@ -25,7 +25,7 @@ import httpx2
 from apps.engine.errors import ErrorKind, ProviderError
 from apps.engine.events import ChatStreamEvent, MessageEnd, ReasoningDelta
 from apps.engine.messages import ChatRequest
-from apps.engine.providers.asyncio_backend import AsyncioHTTPTransport
+from apps.engine.providers.aiohttp_transport import AiohttpTransport
 from apps.engine.providers.classify import classify_error
 from apps.engine.providers.sse import SSEDecoder, SSEEvent
 from apps.engine.providers.wellformed import translated
@@ -126,7 +126,7 @@ class HttpProvider:
                 write=settings.write_timeout_s,
                 pool=settings.connect_timeout_s,
             ),
-            transport=transport or AsyncioHTTPTransport(),
+            transport=transport or AiohttpTransport(),
             trust_env=False,  # proxy variables of the host must not reroute API keys
             follow_redirects=False,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from django.db import connection
@@ -10,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import Team
 from apps.common.errors import ApplicationError, ErrorCode
+from apps.engine.errors import ProviderError
 from apps.engine.messages import ReasoningParams
 from apps.engine.providers.base import ProviderSettings
 from apps.engine.providers.openai_compat import OpenAICompatProvider
@@ -92,6 +94,21 @@ def test_each_event_loop_gets_its_own_provider() -> None:
 
     first, second = asyncio.run(get_and_keep()), asyncio.run(get_and_keep())
     assert first is not second  # a client never crosses into a loop it was not made in
+
+
+def test_the_providers_of_an_ended_loop_are_dropped() -> None:
+    pool = ProviderPool()
+    origin = "http://127.0.0.1:9"  # nothing answers: the request still makes the session
+
+    async def used() -> asyncio.AbstractEventLoop:
+        provider = pool.get(ProviderSettings(protocol="anthropic", base_url=origin))
+        with contextlib.suppress(ProviderError):
+            await provider.inner.fetch_models()
+        return asyncio.get_running_loop()
+
+    ended = asyncio.run(used())  # its provider's session refers to the loop, never closed
+    later = asyncio.run(used())
+    assert list(pool._by_loop) == [later] and ended is not later
 
 
 def test_the_pool_refuses_to_work_outside_an_event_loop() -> None:
