@@ -18,8 +18,11 @@ Each is timed in the process's CPU time (fakellm's is not counted) per token str
 three taking turns in each of ``--rounds`` rounds, and each keeps its median. It prints the
 figures and the ratios: the client over the floor, and what the provider adds over the client.
 On the 2-core machine (issue 20), 64 streams: about 13 µs per token at the socket, 37-40
-through httpx2 and 48-52 as the provider's events, of the run worker's 120-130 µs per token
-in bench_fanout (the rest: the run's events, their store and their broadcast).
+through httpx2 and 48-52 as the provider's events on httpcore2 (the transport before aiohttp);
+on aiohttp, in a slower hour, socket 17.8, httpx2 43.8, provider 56.6 (the client 2.46x the
+floor, against 2.61x). Here the loop is idle between tokens, so each token is a read of its
+own; aiohttp's gain is larger in bench_fanout's worker, busy enough that several tokens wait
+for one read (7-10 % of the worker's CPU per token there).
 """
 
 from __future__ import annotations
