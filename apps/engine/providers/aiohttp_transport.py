@@ -62,9 +62,12 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         timeout = request.extensions.get("timeout", {})
         connect = timeout.get("connect")
         body = await request.aread()
+        # httpx2 made the URL's user:password an Authorization header already; aiohttp
+        # refuses both at once (found by a newcomer's check: a gateway URL with credentials)
+        url = URL(str(request.url.copy_with(userinfo=b"")), encoded=True)
         try:
             response = await self._client().request(
-                request.method, URL(str(request.url), encoded=True),
+                request.method, url,
                 headers=[(name.decode("latin-1"), value.decode("latin-1"))
                          for name, value in request.headers.raw],
                 data=body or None, allow_redirects=False,
@@ -146,7 +149,10 @@ def transport_error(exc: aiohttp.ClientError) -> httpx2.TransportError:
             return httpx2.ConnectError(f"cannot connect to {exc.host}:{exc.port}: {exc.os_error}")
         case aiohttp.ClientResponseError():  # a response aiohttp could not parse
             return httpx2.RemoteProtocolError(exc.message)
-        case aiohttp.ServerDisconnectedError() | aiohttp.ClientPayloadError():
+        case aiohttp.ClientPayloadError():  # aiohttp's text quotes an internal 400
+            return httpx2.RemoteProtocolError(
+                "peer closed connection without sending complete message body")
+        case aiohttp.ServerDisconnectedError():
             return httpx2.RemoteProtocolError(str(exc))
         case _:
             return httpx2.ReadError(str(exc) or type(exc).__name__)

@@ -223,7 +223,7 @@ async def test_a_server_that_hangs_up_mid_body_is_a_protocol_error(answer: bytes
         await writer.drain()
 
     async with serving(cut) as (port, _), client() as http:
-        with pytest.raises(httpx2.RemoteProtocolError):
+        with pytest.raises(httpx2.RemoteProtocolError, match="^peer closed connection without"):
             await http.get(f"http://127.0.0.1:{port}/")
 
 
@@ -361,3 +361,18 @@ async def test_error_messages_do_not_quote_the_path_or_query() -> None:
         with pytest.raises(httpx2.RemoteProtocolError) as raised:
             await http.get(f"http://127.0.0.1:{port}/v1beta/models?key=secret")
     assert "secret" not in str(raised.value) and "v1beta" not in str(raised.value)
+
+
+async def test_credentials_in_the_url_go_as_httpx2s_authorization_header() -> None:
+    seen: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append((await read_request(reader))[0])
+        writer.write(ok(b"in"))
+        await reader.read()
+
+    async with serving(record) as (port, _), client() as http:
+        response = await http.get(f"http://user:secret@127.0.0.1:{port}/v1/models")
+    assert response.content == b"in"
+    assert b"\r\nAuthorization: Basic dXNlcjpzZWNyZXQ=\r\n" in seen[0]
+    assert seen[0].startswith(b"GET /v1/models HTTP/1.1")
