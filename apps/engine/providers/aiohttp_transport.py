@@ -4,8 +4,8 @@ A provider's stream is one small read per token. Through httpcore2 and h11 each 
 trip through several async generators and a pure-Python HTTP parser; aiohttp parses in C
 (llhttp) and hands over everything that arrived since the last read as one piece, so under
 load several tokens' events cost one pass of the provider's chain instead of one each. On the
-2-core machine (bench_fanout, 64 × 5) the run worker's CPU per streamed token fell by 7 %
-(2.72 -> 2.52 x fakellm's, alternating runs). The providers keep httpx2's client (requests,
+2-core machine (bench_fanout, 64 × 5) the run worker's CPU per streamed token fell by 9.6 %
+(2.72 -> 2.46 x fakellm's, alternating runs). The providers keep httpx2's client (requests,
 timeouts, responses, its content decoding and cookies); only the connection pool and the wire
 are aiohttp's.
 
