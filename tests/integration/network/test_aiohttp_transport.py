@@ -58,6 +58,17 @@ def ok(body: bytes, *headers: bytes) -> bytes:
     return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n%s\r\n%s" % (len(body), head, body)
 
 
+def answering(answer: bytes) -> Handler:
+    """A handler that reads the request, writes ``answer`` and hangs up."""
+
+    async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer)
+        await writer.drain()
+
+    return answer_once
+
+
 def client(**options: object) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(transport=AiohttpTransport(**options),  # type: ignore[arg-type]
                               timeout=httpx2.Timeout(5))
@@ -217,24 +228,14 @@ async def test_closing_a_response_before_its_end_closes_the_connection() -> None
     b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhel",
 ])
 async def test_a_server_that_hangs_up_mid_body_is_a_protocol_error(answer: bytes) -> None:
-    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(answer)
-        await writer.drain()
-
-    async with serving(cut) as (port, _), client() as http:
+    async with serving(answering(answer)) as (port, _), client() as http:
         with pytest.raises(httpx2.RemoteProtocolError, match="^peer closed connection without"):
             await http.get(f"http://127.0.0.1:{port}/")
 
 
 @pytest.mark.parametrize("answer", [b"", b"this is not HTTP\r\n\r\n"])
 async def test_no_response_or_a_broken_one_is_a_protocol_error(answer: bytes) -> None:
-    async def bad(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(answer)
-        await writer.drain()
-
-    async with serving(bad) as (port, _), client() as http:
+    async with serving(answering(answer)) as (port, _), client() as http:
         with pytest.raises(httpx2.RemoteProtocolError):
             await http.get(f"http://127.0.0.1:{port}/")
 
@@ -352,12 +353,7 @@ async def test_a_long_header_line_is_taken() -> None:
 
 
 async def test_error_messages_do_not_quote_the_path_or_query() -> None:
-    async def bad(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(b"this is not HTTP\r\n\r\n")
-        await writer.drain()
-
-    async with serving(bad) as (port, _), client() as http:
+    async with serving(answering(b"this is not HTTP\r\n\r\n")) as (port, _), client() as http:
         with pytest.raises(httpx2.RemoteProtocolError) as raised:
             await http.get(f"http://127.0.0.1:{port}/v1beta/models?key=secret")
     assert "secret" not in str(raised.value) and "v1beta" not in str(raised.value)
