@@ -1,7 +1,8 @@
 """``python -m config.daphne [daphne's arguments]``: Daphne's command line on the event loop
 ``CONFAB_EVENT_LOOP`` names (uvloop by default), where the ``daphne`` command runs on asyncio's
 own: the same options, e.g. ``python -m config.daphne -b 0.0.0.0 -p 8000
-config.asgi:application`` (:mod:`apps.common.event_loops`)."""
+config.asgi:application`` (:mod:`apps.common.event_loops`). The server freezes the heap as the
+process started (the application loaded) before it serves (:mod:`apps.common.heap`)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,21 @@ def main() -> None:
         install_reactor()
     except ImproperlyConfigured as exc:
         sys.exit(f"python -m config.daphne: {exc}")
-    from daphne.cli import CommandLineInterface
+    from daphne.cli import CommandLineInterface  # imports the reactor: only once installed
+    from daphne.server import Server
+
+    from apps.common.heap import freeze_startup_heap
+
+    class FrozenStartServer(Server):
+        def run(self) -> None:
+            freeze_startup_heap()  # the CLI has loaded the application
+            super().run()
+
+    class FrozenStartCommandLine(CommandLineInterface):
+        server_class = FrozenStartServer
 
     sys.argv[0] = "python -m config.daphne"  # its usage line names this command, not daphne.py
-    CommandLineInterface.entrypoint()
+    FrozenStartCommandLine.entrypoint()
 
 
 if __name__ == "__main__":

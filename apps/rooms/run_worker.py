@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from apps.common.event_loops import new_event_loop
+from apps.common.heap import freeze_startup_heap
 from apps.realtime.outage import outlasting
 from apps.rooms.shutdown import ClosingWorker
 
@@ -34,7 +35,9 @@ class OutlastingWorker(ClosingWorker):
         super().__init__(application, channels, outlasting(channel_layer), max_applications)
 
     def run(self) -> None:
-        """asgiref's ``StatelessServer.run`` on a loop of :func:`new_event_loop`."""
+        """asgiref's ``StatelessServer.run`` on a loop of :func:`new_event_loop`, the heap
+        as the process started frozen first (:mod:`apps.common.heap`)."""
+        freeze_startup_heap()
         try:
             asyncio.run(self.arun(), loop_factory=new_event_loop)
         except KeyboardInterrupt:
