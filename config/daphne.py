@@ -2,7 +2,8 @@
 ``CONFAB_EVENT_LOOP`` names (uvloop by default), where the ``daphne`` command runs on asyncio's
 own: the same options, e.g. ``python -m config.daphne -b 0.0.0.0 -p 8000
 config.asgi:application`` (:mod:`apps.common.event_loops`). The server freezes the heap as the
-process started (the application loaded) before it serves (:mod:`apps.common.heap`)."""
+process started (the application imported; Django loads the URLconf and views at the first
+request) before it serves (:mod:`apps.common.heap`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ channels' ``Worker.listener`` awaits ``channel_layer.receive`` and lets its erro
 Redis died, the redis ``ConnectionError`` ended ``handle()`` and the process exited, cancelling
 every run it hosted (issue 26). Here the listener's receive waits for the layer to come back, so
 hosted runs go on. ``manage.py runworker`` (:mod:`apps.rooms.management.commands.runworker`)
-and the embedded worker (:mod:`apps.rooms.embedded`) both use it.
+and the embedded worker (:mod:`apps.rooms.embedded`) both use it; only ``runworker`` calls
+:meth:`OutlastingWorker.run`, which freezes the process's startup heap (the embedded worker
+runs in ``manage.py serve``'s loop).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,21 @@ from tests.integration.rooms.test_event_loops import launching
 from tests.services.django_proc import django_env, run_code
 
 # An ASGI application that, once the reactor runs (the server serving), prints how many
-# objects are frozen and stops the reactor: Daphne's command line then exits 0.
+# objects are frozen and whether one the application's import made is among them (frozen
+# objects are left out of gc.get_objects()), then stops the reactor: Daphne's command line
+# then exits 0.
 PROBE = """
 import gc
 from twisted.internet import reactor
 
+class Marker:
+    pass
+
+MARKER = Marker()
+
 def report():
-    print("frozen", gc.get_freeze_count(), flush=True)
+    frozen = not any(o is MARKER for o in gc.get_objects())
+    print(gc.get_freeze_count(), frozen, flush=True)
     reactor.stop()
 
 reactor.callWhenRunning(report)
@@ -34,7 +43,7 @@ async def application(scope, receive, send):
 
 
 @pytest.fixture
-def unfrozen() -> None:
+def unfrozen() -> Iterator[None]:
     """This test process's heap unfrozen before and after the test."""
     gc.unfreeze()
     yield
@@ -61,8 +70,9 @@ def test_daphne_serves_with_the_heap_it_started_with_frozen(tmp_path: Path) -> N
     code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n" + launching(
         "-b", "127.0.0.1", "-p", "0", "freeze_probe:application")
     result = run_code(code, django_env(data_dir=tmp_path), timeout=60)
-    label, count = result.stdout.split()
-    assert label == "frozen" and int(count) > 10_000  # Django, Daphne, Twisted...
+    count, application_frozen = result.stdout.split()
+    assert int(count) > 10_000  # Django, Daphne, Twisted...
+    assert application_frozen == "True"  # frozen after the application was loaded
 
 
 def test_the_run_worker_freezes_the_heap_before_it_runs(
