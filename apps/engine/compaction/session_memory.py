@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apps.engine.compaction.auto_compact import transcript
-from apps.engine.compaction.tokens import estimate_message
 from apps.engine.errors import ToolError
 from apps.engine.messages import Message, ToolUseBlock
 from apps.engine.providers.base import AiProvider
 from apps.engine.runtime.hooks import RunHooks
+from apps.engine.runtime.incremental import TokenCounter
 from apps.engine.runtime.runner import AgentRunner, RunConfig
 from apps.engine.tools.builtin.edit import EditTool
 from apps.engine.tools.builtin.read import ReadTool
@@ -77,6 +77,10 @@ class SessionMemory(RunHooks):
         self.min_tokens = min_tokens
         self.min_tool_calls = min_tool_calls
         self._tasks: set[asyncio.Task[None]] = set()
+        # estimates of the history kept as it grows: due() at every turn's end estimates
+        # only what was appended (it re-estimated everything since the last extraction:
+        # quadratic in a long run whose notes wait, e.g. below min_tokens)
+        self._tokens = TokenCounter()
 
     def read(self) -> str | None:
         """The notes, or None before the first extraction (or when the file is unusable).
@@ -92,7 +96,7 @@ class SessionMemory(RunHooks):
         """Whether enough happened since the last extraction."""
         new = history[self.state.extracted_upto :]
         calls = sum(isinstance(b, ToolUseBlock) for m in new for b in m.content)
-        tokens = sum(estimate_message(m) for m in new)
+        tokens = self._tokens.tokens(history, 0, self.state.extracted_upto)
         return calls >= self.min_tool_calls or tokens >= self.min_tokens
 
     async def turn_end(self, turn: int, history: list[Message]) -> None:

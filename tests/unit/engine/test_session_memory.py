@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from apps.engine.compaction.auto_compact import Compactor
 from apps.engine.compaction.session_memory import (
     MEMORY_FILE,
@@ -11,9 +13,11 @@ from apps.engine.compaction.session_memory import (
     SessionMemory,
     SessionMemoryState,
 )
+from apps.engine.compaction.tokens import estimate_message
 from apps.engine.errors import ErrorKind, ProviderError
 from apps.engine.messages import Message
 from apps.engine.providers.scripted import ScriptedProvider
+from apps.engine.runtime import incremental
 from tests.unit.engine.runtime_kit import Echo, call_turn, runner, text_turn, user
 
 NOTE_EDIT = {"file_path": MEMORY_FILE, "old_string": "## Goal\n",
@@ -92,3 +96,31 @@ async def test_compaction_carries_the_notes_into_the_summary(tmp_path: Path) -> 
     result = await compactor.compact(history)
     head = result.history[0].text()
     assert "the summary" in head and "[Session notes]" in head and "Ship it" in head
+
+
+def test_due_counts_the_tokens_since_the_last_extraction_estimating_each_message_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose notes wait (below ``min_tokens``) asks at every turn's end: each asks about
+    the messages since the last extraction, but estimates only those it has not seen."""
+    estimated: list[Message] = []
+
+    def counting(message: Message) -> int:  # pass-through: the real estimate, counted
+        estimated.append(message)
+        return estimate_message(message)
+
+    monkeypatch.setattr(incremental, "estimate_message", counting)
+    memory = SessionMemory(ScriptedProvider([]), "scripted", tmp_path, min_tool_calls=100)
+    history = [user("x" * 400), Message(role="assistant", content="y" * 400)]
+    memory.min_tokens = sum(map(estimate_message, history)) + 1
+    assert not memory.due(history)
+    history.append(user("z" * 40))
+    assert memory.due(history)  # the new message tips it over
+    assert estimated == history  # each one estimated once
+    memory.state.extracted_upto = 2  # the notes go up to the assistant's message
+    assert not memory.due(history)
+    assert len(estimated) == 3
+    compacted = [Message(role="user", content="summary"), *history[1:]]
+    memory.state.extracted_upto = 0
+    memory.min_tokens = sum(map(estimate_message, compacted))
+    assert memory.due(compacted)  # a rewritten history is estimated anew, whole
+    assert estimated[3:] == compacted
