@@ -1,7 +1,7 @@
 """A server process's heap as it starts, frozen out of CPython's cyclic garbage collector.
 
 A full collection walks every object the collector tracks. A run worker holds about 230,000
-once it has started (Django, the application, the providers' and the MCP SDK's modules), nearly
+once it has started (Django, the application, aiohttp's and the MCP SDK's modules), nearly
 all of them alive as long as the process, and walking them held its event loop for 184-195 ms
 at each full collection under bench_fanout's 64 x 5 (issue 20): a pause that every live
 conversation's deltas wait through, so the step's p99 with it. Frozen (``gc.freeze``, made for
