@@ -115,15 +115,18 @@ async def measure(url: str, streams: int, tokens: int, rounds: int) -> dict[str,
         "httpx2": lambda: read_httpx2(client, call),
         "provider": lambda: read_provider(provider, request),
     }
-    for one in layers.values():  # warm: connections, imports, caches
-        await asyncio.gather(*(one() for _ in range(4)))
     figures: dict[str, list[float]] = {name: [] for name in layers}
-    for round_ in range(rounds):
-        for name, one in layers.items():
-            figures[name].append(await cpu_per_token(streams, tokens, one))
-            print(f"  round {round_ + 1}: {name:8s} {figures[name][-1]:6.1f} µs/token",
-                  flush=True)
-    await client.aclose()
+    try:
+        for one in layers.values():  # warm: connections, imports, caches
+            await asyncio.gather(*(one() for _ in range(4)))
+        for round_ in range(rounds):
+            for name, one in layers.items():
+                figures[name].append(await cpu_per_token(streams, tokens, one))
+                print(f"  round {round_ + 1}: {name:8s} {figures[name][-1]:6.1f} µs/token",
+                      flush=True)
+    finally:  # the provider's client too: left open, aiohttp warns of an unclosed session
+        await client.aclose()
+        await provider.aclose()
     return {name: statistics.median(values) for name, values in figures.items()}
 
 
