@@ -44,9 +44,15 @@ step streams (read off a trace of its CPU every 0.2 s, over the window in which 
 stamps run) and the rest per run, each run's fixed cost (setup, first and last message, end, and
 what their streaming costs beyond the steady rate). At 64 x 5 with 400-token runs the fixed part was
 about a third of the figure (issue 20: streaming 100-121 µs/token + 18-20 ms per run). It is printed
-for steps whose every run streamed for over two seconds. To see where that time goes, profile the
-two processes during a step with py-spy (``pip install py-spy``; ``--keep-logs`` keeps the stack up
-no longer than the run, so attach while it runs): ``py-spy record -r 200 -f raw -o worker.txt -d 45
+for steps whose every run streamed for over two seconds. The floor under both: with the projector's
+``handle`` made to return at once in a scratch copy (nothing of the run stored or broadcast but its
+claim, setup and end), the worker still cost 1.55 x fakellm's CPU per token at 64 x 5 (139-148 µs in
+an hour when the whole worker cost 2.2-2.4 x, 196-230 µs); with only the log writer's ``write``
+returning at once (deltas neither stored nor sent), 1.80-1.88 x (issue 20's notes). The provider's
+stream, the engine and a run's own lifecycle are that floor; storing and broadcasting the deltas is
+the rest. To see where that time goes, profile the two processes during a step with py-spy
+(``pip install py-spy``; ``--keep-logs`` keeps the stack up no longer than the run, so attach
+while it runs): ``py-spy record -r 200 -f raw -o worker.txt -d 45
 --pid <pid of manage.py runworker agent-runs>``, the same with Daphne's pid, or ``py-spy dump --pid
 <pid>``. Add ``--nonblocking`` when the step's CPU figures matter: by default py-spy pauses the
 process for every sample, which inflates its CPU per frame. To see the streaming alone, start it a

@@ -20,9 +20,11 @@ figures and the ratios: the client over the floor, and what the provider adds ov
 On the 2-core machine (issue 20), 64 streams: about 13 µs per token at the socket, 37-40
 through httpx2 and 48-52 as the provider's events on httpcore2 (the transport before aiohttp);
 on aiohttp, in a slower hour, socket 17.8, httpx2 43.8, provider 56.6 (the client 2.46x the
-floor, against 2.61x). Here the loop is idle between tokens, so each token is a read of its
-own; aiohttp's gain is larger in bench_fanout's worker, busy enough that several tokens wait
-for one read (7-10 % of the worker's CPU per token there).
+floor, against 2.61x); in the slowest hour yet (bench_fanout's fakellm at 85-92 µs per token),
+socket 26.8, httpx2 68.9, provider 84.6 (2.57x; the provider's own code 15.7). Here the loop
+is idle between tokens, so each token is a read of its own; aiohttp's gain is larger in
+bench_fanout's worker, busy enough that several tokens wait for one read (7-10 % of the
+worker's CPU per token there).
 """
 
 from __future__ import annotations
