@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def test_serve_runs_a_conversation_and_stops_everything_on_sigterm(tmp_path: Pat
         serve = stack.start("serve", [
             sys.executable, "manage.py", "serve", "--port", str(port), "--fakellm-port",
             str(fakellm_port), "--fakellm-rate", "0"],
-            ready=lambda p: http_ok(f"http://127.0.0.1:{port}/healthz"), port=port)
+            ready=lambda p: "confab is serving on" in p.log_text(), port=port)
+        # what a script waiting for that line does next: the port answers at once, no retry
+        assert http_ok(f"http://127.0.0.1:{port}/healthz")
         assert http_ok(f"http://127.0.0.1:{fakellm_port}/health")
         text = asyncio.run(_one_run(port, demo))
         assert text == "served"
@@ -65,6 +68,20 @@ def test_serve_runs_a_conversation_and_stops_everything_on_sigterm(tmp_path: Pat
         wait_until(lambda: not any(_alive(c) for c in children), timeout=15,
                    what="serve's children to exit")
         assert not http_ok(f"http://127.0.0.1:{fakellm_port}/health")
+
+
+def test_serve_on_a_taken_port_fails_and_never_says_it_serves(tmp_path: Path) -> None:
+    env = django_env(data_dir=tmp_path)
+    run_manage(["migrate", "-v0"], env)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_manage(["serve", "--port", str(port), "--fakellm-port", "0"], env,
+                          timeout=60, check=False)
+    assert done.returncode != 0
+    assert f"could not listen on 127.0.0.1:{port}" in done.stderr
+    assert "serving" not in done.stdout  # a script waiting for that line is not misled
 
 
 async def _one_run(port: int, demo: dict) -> str:

@@ -100,6 +100,7 @@ class Command(BaseCommand):
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
         from daphne.server import Server
+        from twisted.internet import reactor
 
         from config.asgi import application
 
@@ -108,8 +109,6 @@ class Command(BaseCommand):
                         endpoints=[f"tcp:port={port}:interface={host}"],
                         signal_handlers=True, verbosity=0)
         if not options["no_worker"]:
-            from twisted.internet import reactor
-
             from apps.rooms.embedded import start_embedded_worker
             from apps.rooms.shutdown import close_before_reactor_shutdown
 
@@ -117,6 +116,16 @@ class Command(BaseCommand):
                 start_embedded_worker, application))
             close_before_reactor_shutdown(reactor)
         layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
-        self.stdout.write(f"confab is serving on http://{host}:{port}/ ({layer}); "
-                          "Ctrl-C stops it.")
+        ready = f"confab is serving on http://{host}:{port}/ ({layer}); Ctrl-C stops it."
+
+        def say_ready() -> None:  # flushed: a script reading a pipe waits for this line
+            self.stdout.write(ready)
+            self.stdout.flush()
+
+        # Once the reactor runs: Daphne listens on its endpoints before that, so a script that
+        # waits for the line finds the port open (when listening fails, it is never said).
+        reactor.callWhenRunning(say_ready)
         server.run()
+        if server.abort_start:  # Daphne could not listen: it logged why and never ran
+            raise CommandError(f"could not listen on {host}:{port} (taken by another server?); "
+                               "stop it or pass --port")
