@@ -291,8 +291,8 @@ class RunHost:
         event_append(run.conversation_id, "error", {"kind": "error", "error_kind": "setup",
                                                     "message": message}, run_id=run.pk)
         event_append(run.conversation_id, "run_ended", {
-            "kind": "run_ended", "status": "failed", "error_kind": "setup", "turns": 0},
-            run_id=run.pk)
+            "kind": "run_ended", "status": "failed", "error_kind": "setup", "turns": 0,
+            "stopped_by": None}, run_id=run.pk)
         run_finish(self.run_id, RunStatus.FAILED, error_kind="setup", error_message=message)
         return run.conversation_id
 
@@ -390,9 +390,7 @@ class RunHost:
         the conversation's compaction and notes state is written only when the run changed
         it."""
         ended = self.ended or RunEnded(status="failed", error_kind="internal")
-        payload = ended.model_dump(mode="json")
-        if self._stopped_by is not None:
-            payload["stopped_by"] = self._stopped_by
+        payload = {**ended.model_dump(mode="json"), "stopped_by": self._stopped_by}
         with transaction.atomic():
             if self._compaction is not None and self._memory is not None:
                 self._save_compaction(setup.conversation)

@@ -91,6 +91,7 @@ async def test_bob_steers_mid_run_and_the_next_step_answers(alice: User, bob: Us
     assert injected["messages"][0]["author"]["name"] == "Bob"
     ended = await a.until_event("run_ended")
     assert ended["status"] == "completed" and ended["turns"] == 2
+    assert ended["stopped_by"] is None  # the field is there, null: nobody stopped it
     rows = await sync_to_async(list)(Message.objects.filter(conversation=conversation)
                                      .order_by("position").values_list("role", "author_name"))
     assert rows == [("user", "Alice"), ("assistant", ""), ("user", "Bob"), ("assistant", "")]
@@ -107,9 +108,11 @@ async def test_bob_stops_the_run_and_everyone_sees_who(alice: User, bob: User, c
     await b.send({"type": "stop"})
     stopping = await a.until_event("run_stopping")
     assert stopping["by"] == {"id": bob.pk, "name": "Bob"}
+    await a.send({"type": "stop"})  # while it winds down: asked again, not logged again
     ended = await a.until_event("run_ended")
     assert ended["status"] == "cancelled"
     assert ended["stopped_by"] == {"id": bob.pk, "name": "Bob"}  # what the stop told the host
+    assert [f["event"]["kind"] for f in a.events].count("run_stopping") == 1
     run = await Run.objects.aget(conversation=conversation)
     assert run.status == RunStatus.CANCELLED and run.stopped_by_id == bob.pk
     partial = await Message.objects.aget(conversation=conversation, role="assistant")

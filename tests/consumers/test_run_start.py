@@ -45,7 +45,7 @@ async def test_a_provider_key_that_no_longer_decrypts_ends_the_run_with_a_setup_
     ended = await client.until_event("run_ended")
     assert error["error_kind"] == "setup"
     assert "cannot be decrypted" in error["message"]
-    assert (ended["status"], ended["error_kind"]) == ("failed", "setup")
+    assert (ended["status"], ended["error_kind"], ended["stopped_by"]) == ("failed", "setup", None)
     await client.close()
 
 

@@ -140,7 +140,10 @@ def runs_heartbeat(run_ids: list[int]) -> None:
 
 
 def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
-    """Ask the active run to stop; the stop is broadcast with who asked."""
+    """Ask the active run to stop; the first stop is broadcast as ``run_stopping`` with who
+    asked. A queued run (no worker has it) ends here, with its ``run_ended``. A later stop
+    while the run winds down logs nothing more but asks its host again: the first request
+    travels on the channel layer, which may have dropped it."""
     require_writer(membership)
     with transaction.atomic():
         conversation_lock(conversation.pk)
@@ -150,16 +153,18 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
         if run.stopped_by_id is None:
             run.stopped_by = membership.user
             run.save(update_fields=["stopped_by"])
-        event_append(conversation.pk, "run_stopping",
-                     {"kind": "run_stopping", "run_id": run.pk, "by": _user(membership)},
-                     run_id=run.pk)
+            event_append(conversation.pk, "run_stopping",
+                         {"kind": "run_stopping", "run_id": run.pk, "by": _user(membership)},
+                         run_id=run.pk)
+        stopper = {"id": run.stopped_by.pk, "name": run.stopped_by.shown_name}
         if run.status == RunStatus.QUEUED:  # no worker has it: end it here
-            run_finish(run.pk, RunStatus.CANCELLED)
+            event_append(conversation.pk, "run_ended", {
+                "kind": "run_ended", "status": "cancelled", "error_kind": None, "turns": 0,
+                "stopped_by": stopper}, run_id=run.pk)
+            run_finish_locked(run, RunStatus.CANCELLED, streaming=False)
         else:  # who stopped it first goes with it: its run_ended names them, unread again
-            stopper = run.stopped_by
             group_send_on_commit(run_group(run.pk), {
-                "type": "run.stop", "run_id": run.pk,
-                "stopped_by": {"id": stopper.pk, "name": stopper.shown_name}})
+                "type": "run.stop", "run_id": run.pk, "stopped_by": stopper})
     return run
 
 

@@ -14,7 +14,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from apps.accounts.models import Membership, User
-from apps.common.errors import ApplicationError
+from apps.common.errors import ApplicationError, ErrorCode
 from apps.realtime.broadcast import broadcast_layer
 from apps.realtime.groups import conversation_group
 from apps.rooms.host import _setup_runs
@@ -157,8 +157,16 @@ def test_stopping_a_queued_run_ends_it_at_once(alice, bob, conversation) -> None
     run = run_stop(conversation=conversation, membership=member(bob, conversation))
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED and run.stopped_by_id == bob.pk
-    assert ConversationEvent.objects.filter(kind="run_stopping").get().payload["by"]["id"] \
-        == bob.pk
+    logged = list(ConversationEvent.objects.filter(kind__in=["run_stopping", "run_ended"])
+                  .order_by("seq").values_list("kind", "payload"))
+    bob_person = {"id": bob.pk, "name": "Bob"}
+    assert logged == [  # the room sees it end too: no worker will
+        ("run_stopping", {"kind": "run_stopping", "run_id": run.pk, "by": bob_person}),
+        ("run_ended", {"kind": "run_ended", "status": "cancelled", "error_kind": None,
+                       "turns": 0, "stopped_by": bob_person})]
+    with pytest.raises(ApplicationError) as again:
+        run_stop(conversation=conversation, membership=member(alice, conversation))
+    assert again.value.code == ErrorCode.CONFLICT
 
 
 @override_settings(CONFAB={**__import__("django.conf").conf.settings.CONFAB,
