@@ -157,7 +157,7 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
                          {"kind": "run_stopping", "run_id": run.pk, "by": _user(membership)},
                          run_id=run.pk)
         stopper = {"id": run.stopped_by.pk, "name": run.stopped_by.shown_name}
-        if run.status == RunStatus.QUEUED:  # no worker has it: end it here
+        if _unclaimed_cancelled(run):  # no worker has it, and now none will: it ends here
             event_append(conversation.pk, "run_ended", {
                 "kind": "run_ended", "status": "cancelled", "error_kind": None, "turns": 0,
                 "stopped_by": stopper}, run_id=run.pk)
@@ -166,6 +166,14 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
             group_send_on_commit(run_group(run.pk), {
                 "type": "run.stop", "run_id": run.pk, "stopped_by": stopper})
     return run
+
+
+def _unclaimed_cancelled(run: Run) -> bool:
+    """Whether the queued ``run`` is now cancelled before any worker claimed it: one
+    conditional UPDATE, so a claim that won meanwhile (it does not take the conversation's
+    lock) leaves the run to its worker, which is asked to stop instead."""
+    return run.status == RunStatus.QUEUED and bool(
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(status=RunStatus.CANCELLED))
 
 
 def run_compact(*, conversation: Conversation, membership: Membership) -> Run:

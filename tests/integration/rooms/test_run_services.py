@@ -29,7 +29,13 @@ from apps.rooms.models import (
 )
 from apps.rooms.services.events import event_append
 from apps.rooms.services.messages import message_post
-from apps.rooms.services.runs import run_finish, run_stop, runs_sweep
+from apps.rooms.services.runs import (
+    _unclaimed_cancelled,
+    run_claim,
+    run_finish,
+    run_stop,
+    runs_sweep,
+)
 from apps.rooms.sweeper import sweep_forever
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -167,6 +173,16 @@ def test_stopping_a_queued_run_ends_it_at_once(alice, bob, conversation) -> None
     with pytest.raises(ApplicationError) as again:
         run_stop(conversation=conversation, membership=member(alice, conversation))
     assert again.value.code == ErrorCode.CONFLICT
+
+
+def test_a_stop_that_read_the_run_queued_leaves_it_to_the_worker_that_claimed_it(
+        alice, conversation) -> None:
+    message_post(conversation=conversation, membership=member(alice, conversation), text="go",
+                 client_id="a")
+    read = Run.objects.get(conversation=conversation)  # the stop's read: queued
+    assert run_claim(read.pk, "worker-1")  # a worker claims it meanwhile (no lock of ours)
+    assert not _unclaimed_cancelled(read)
+    assert Run.objects.get(pk=read.pk).status == RunStatus.RUNNING  # still the worker's
 
 
 @override_settings(CONFAB={**__import__("django.conf").conf.settings.CONFAB,
