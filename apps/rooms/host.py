@@ -184,13 +184,14 @@ class RunHost:
 
     def stop(self, stopped_by: dict[str, Any] | None = None) -> None:
         """Stop the run wherever it is (``stopped_by``: who asked, ``{id, name}``, named by
-        its ``run_ended``); after its end, cancel its notes agent (the conversation's next run
-        has started: :mod:`apps.rooms.notes`)."""
+        its ``run_ended``). Without ``stopped_by``, after its end: cancel its notes agent (the
+        conversation's next run has started: :mod:`apps.rooms.notes`); a person's stop sent
+        again after the end leaves the notes be."""
         self._stop_requested = True
         self._stopped_by = self._stopped_by or stopped_by
         if self.runner is not None:
             self.runner.cancel()
-        if self.ended is not None and self._memory is not None:
+        if stopped_by is None and self.ended is not None and self._memory is not None:
             self._memory.cancel()
 
     def decide(self, tool_call_id: str, approved: bool, by: str,
@@ -292,7 +293,7 @@ class RunHost:
                                                     "message": message}, run_id=run.pk)
         event_append(run.conversation_id, "run_ended", {
             "kind": "run_ended", "status": "failed", "error_kind": "setup", "turns": 0,
-            "stopped_by": None}, run_id=run.pk)
+            "stopped_by": self._stopped_by}, run_id=run.pk)
         run_finish(self.run_id, RunStatus.FAILED, error_kind="setup", error_message=message)
         return run.conversation_id
 

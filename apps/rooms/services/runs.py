@@ -161,7 +161,7 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
             event_append(conversation.pk, "run_ended", {
                 "kind": "run_ended", "status": "cancelled", "error_kind": None, "turns": 0,
                 "stopped_by": stopper}, run_id=run.pk)
-            run_finish_locked(run, RunStatus.CANCELLED, streaming=False)
+            run_finish_locked(run, RunStatus.CANCELLED, streaming=False, follow_up=False)
         else:  # who stopped it first goes with it: its run_ended names them, unread again
             group_send_on_commit(run_group(run.pk), {
                 "type": "run.stop", "run_id": run.pk, "stopped_by": stopper})
@@ -370,12 +370,16 @@ def run_finish(run_id: int, status: RunStatus, *, error_kind: str = "",
 
 
 def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
-                      error_message: str = "", streaming: bool = True) -> Run | None:
+                      error_message: str = "", streaming: bool = True,
+                      follow_up: bool = True) -> Run | None:
     """:func:`run_finish` of a run already read, inside a transaction that holds its
     conversation's :func:`~apps.rooms.services.events.conversation_lock` (or has written the
     conversation's row: the run's host, which appends ``run_ended`` in the same
     transaction). ``streaming``: whether a message of the run may still be being written
-    (False: its host ended every message it began, so there is none to close)."""
+    (False: its host ended every message it began, so there is none to close).
+    ``follow_up=False``: messages that ask for the agent keep waiting for the next run
+    instead of starting one (a queued run someone stopped: it would have taken them, and a
+    run started for them would undo the stop)."""
     Run.objects.filter(pk=run.pk).update(
         status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
         error_message=error_message[:2000])
@@ -388,6 +392,8 @@ def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
     waiting = next((message for message in pending if message.wakes_agent), None)
     if waiting is None:
         _chat_joins(run, pending)
+        return None
+    if not follow_up:
         return None
     follow_up = Run.objects.create(conversation_id=run.conversation_id,
                                    started_by=waiting.author, status=RunStatus.QUEUED)
@@ -459,11 +465,17 @@ def _interrupt(run: Run) -> None:
 
 def _end_with_event(run: Run, status: RunStatus, kind: str, message: str) -> None:
     with transaction.atomic():
+        # the conversation first, then the run, in the order run_stop takes them: the other
+        # order could deadlock with a stop on PostgreSQL
+        conversation_lock(run.conversation_id)
         updated = Run.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATUSES).update(
             status=status)
         if not updated:
             return  # it ended meanwhile
+        stopper = run.stopped_by if run.stopped_by_id is not None else None
         event_append(run.conversation_id, "run_ended", {
             "kind": "run_ended", "status": str(status), "error_kind": kind, "turns": 0,
-            "message": message, "run_id": run.pk}, run_id=run.pk)
+            "message": message, "run_id": run.pk,
+            "stopped_by": stopper and {"id": stopper.pk, "name": stopper.shown_name}},
+            run_id=run.pk)
         run_finish(run.pk, status, error_kind=kind, error_message=message)

@@ -6,17 +6,20 @@ from __future__ import annotations
 import asyncio
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from asgiref.sync import AsyncToSync, sync_to_async
+from channels.layers import get_channel_layer
 from django.db import close_old_connections
+from django.db.models.signals import post_save
 from django.test import override_settings
 from django.utils import timezone
 
 from apps.accounts.models import Membership, User
 from apps.common.errors import ApplicationError, ErrorCode
 from apps.realtime.broadcast import broadcast_layer
-from apps.realtime.groups import conversation_group
+from apps.realtime.groups import conversation_group, run_group
 from apps.rooms.host import _setup_runs
 from apps.rooms.models import (
     Conversation,
@@ -30,7 +33,6 @@ from apps.rooms.models import (
 from apps.rooms.services.events import event_append
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.runs import (
-    _unclaimed_cancelled,
     run_claim,
     run_finish,
     run_stop,
@@ -175,14 +177,44 @@ def test_stopping_a_queued_run_ends_it_at_once(alice, bob, conversation) -> None
     assert again.value.code == ErrorCode.CONFLICT
 
 
-def test_a_stop_that_read_the_run_queued_leaves_it_to_the_worker_that_claimed_it(
-        alice, conversation) -> None:
+def test_stopping_a_queued_run_starts_no_other_for_the_messages_that_wait(
+        alice, bob, conversation) -> None:
     message_post(conversation=conversation, membership=member(alice, conversation), text="go",
                  client_id="a")
-    read = Run.objects.get(conversation=conversation)  # the stop's read: queued
-    assert run_claim(read.pk, "worker-1")  # a worker claims it meanwhile (no lock of ours)
-    assert not _unclaimed_cancelled(read)
-    assert Run.objects.get(pk=read.pk).status == RunStatus.RUNNING  # still the worker's
+    message_post(conversation=conversation, membership=member(bob, conversation), text="me too",
+                 client_id="b")  # waits for the run
+    run_stop(conversation=conversation, membership=member(alice, conversation))
+    assert list(Run.objects.filter(conversation=conversation).values_list("status", flat=True)
+                ) == [RunStatus.CANCELLED]  # a run for Bob's message would undo the stop
+    assert Message.objects.get(client_id="b").status == MessageStatus.PENDING  # the next takes it
+    with pytest.raises(ApplicationError):
+        run_stop(conversation=conversation, membership=member(alice, conversation))
+
+
+async def test_a_stop_that_read_the_run_queued_leaves_it_to_the_worker_that_claimed_it(
+        alice, conversation) -> None:
+    await sync_to_async(message_post)(conversation=conversation, text="go", client_id="a",
+                                      membership=await sync_to_async(member)(alice, conversation))
+    run = await Run.objects.aget(conversation=conversation)
+    layer = get_channel_layer()
+    host = await layer.new_channel()  # the run's worker, as it listens
+    await layer.group_add(run_group(run.pk), host)
+
+    def claimed_meanwhile(sender: type[Run], instance: Run, update_fields: Any, **_: Any
+                          ) -> None:  # between the stop's read and its end: a worker claims it
+        if update_fields == {"stopped_by"}:
+            assert run_claim(instance.pk, "worker-1")
+
+    post_save.connect(claimed_meanwhile, sender=Run)
+    try:
+        await sync_to_async(run_stop)(
+            conversation=conversation, membership=await sync_to_async(member)(alice, conversation))
+    finally:
+        post_save.disconnect(claimed_meanwhile, sender=Run)
+    asked = await asyncio.wait_for(layer.receive(host), 10)  # its worker is asked instead
+    assert (asked["type"], asked["stopped_by"]["name"]) == ("run.stop", "Alice")
+    assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.RUNNING  # still the worker's
+    assert not await ConversationEvent.objects.filter(kind="run_ended").aexists()
 
 
 @override_settings(CONFAB={**__import__("django.conf").conf.settings.CONFAB,
@@ -206,7 +238,7 @@ def test_the_sweeper_interrupts_silent_runs_and_redispatches_unclaimed_ones(
     first = Message.objects.get(conversation=conversation, role="user")
     assert kept.position == first.position + 1  # in its place, not at the end for ever
     ended = ConversationEvent.objects.filter(kind="run_ended").get()
-    assert ended.payload["status"] == "interrupted"
+    assert ended.payload["status"] == "interrupted" and ended.payload["stopped_by"] is None
 
     other = Conversation.objects.create(room=conversation.room, title="u")
     queued = Run.objects.create(conversation=other, status=RunStatus.QUEUED, dispatches=1)
