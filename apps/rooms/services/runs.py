@@ -377,9 +377,10 @@ def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
     conversation's row: the run's host, which appends ``run_ended`` in the same
     transaction). ``streaming``: whether a message of the run may still be being written
     (False: its host ended every message it began, so there is none to close).
-    ``follow_up=False``: messages that ask for the agent keep waiting for the next run
-    instead of starting one (a queued run someone stopped: it would have taken them, and a
-    run started for them would undo the stop)."""
+    ``follow_up=False``: what waits joins the history as chat, in order, even messages that
+    ask for the agent, instead of starting a run for them (a queued run someone stopped: a run
+    started for them would undo the stop; left waiting, they would join a later run after
+    newer messages)."""
     Run.objects.filter(pk=run.pk).update(
         status=status, ended_at=timezone.now(), error_kind=error_kind[:50],
         error_message=error_message[:2000])
@@ -390,10 +391,8 @@ def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
     pending = (list(pending_rows(run.conversation_id).select_related("author"))
                if messages_waiting(run.conversation_id) else [])
     waiting = next((message for message in pending if message.wakes_agent), None)
-    if waiting is None:
+    if waiting is None or not follow_up:
         _chat_joins(run, pending)
-        return None
-    if not follow_up:
         return None
     follow_up = Run.objects.create(conversation_id=run.conversation_id,
                                    started_by=waiting.author, status=RunStatus.QUEUED)
@@ -472,6 +471,7 @@ def _end_with_event(run: Run, status: RunStatus, kind: str, message: str) -> Non
             status=status)
         if not updated:
             return  # it ended meanwhile
+        run.refresh_from_db(fields=["stopped_by"])  # a stop may have committed as we waited
         stopper = run.stopped_by if run.stopped_by_id is not None else None
         event_append(run.conversation_id, "run_ended", {
             "kind": "run_ended", "status": str(status), "error_kind": kind, "turns": 0,

@@ -33,6 +33,7 @@ from apps.rooms.models import (
 from apps.rooms.services.events import event_append
 from apps.rooms.services.messages import message_post
 from apps.rooms.services.runs import (
+    _interrupt,
     run_claim,
     run_finish,
     run_stop,
@@ -186,7 +187,10 @@ def test_stopping_a_queued_run_starts_no_other_for_the_messages_that_wait(
     run_stop(conversation=conversation, membership=member(alice, conversation))
     assert list(Run.objects.filter(conversation=conversation).values_list("status", flat=True)
                 ) == [RunStatus.CANCELLED]  # a run for Bob's message would undo the stop
-    assert Message.objects.get(client_id="b").status == MessageStatus.PENDING  # the next takes it
+    waited = Message.objects.get(client_id="b")  # in the history, in order, unanswered
+    assert waited.status == MessageStatus.COMPLETE
+    assert waited.position == Message.objects.get(client_id="a").position + 1
+    assert ConversationEvent.objects.filter(kind="messages_injected").count() == 1
     with pytest.raises(ApplicationError):
         run_stop(conversation=conversation, membership=member(alice, conversation))
 
@@ -250,6 +254,18 @@ def test_the_sweeper_interrupts_silent_runs_and_redispatches_unclaimed_ones(
     runs_sweep()
     queued.refresh_from_db()
     assert queued.status == RunStatus.FAILED and queued.error_kind == "unclaimed"
+
+
+def test_the_sweeper_names_who_stopped_a_run_that_stopped_while_it_swept(alice, conversation
+                                                                         ) -> None:
+    message_post(conversation=conversation, membership=member(alice, conversation), text="go",
+                 client_id="a")
+    Run.objects.filter(conversation=conversation).update(status=RunStatus.RUNNING)
+    swept = Run.objects.get(conversation=conversation)  # the sweeper's read: nobody stopped it
+    run_stop(conversation=conversation, membership=member(alice, conversation))
+    _interrupt(swept)
+    ended = ConversationEvent.objects.filter(kind="run_ended").get()
+    assert ended.payload["stopped_by"] == {"id": alice.pk, "name": "Alice"}
 
 
 def test_an_interrupted_reply_joins_the_history_the_next_run_sends(alice, conversation) -> None:
