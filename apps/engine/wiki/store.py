@@ -367,20 +367,25 @@ class WikiStore:
         return False
 
     def _check_changes(self, catalog: Catalog, changes: list[FileChange]) -> None:
-        """Files per commit, the quota, and names that differ only by case (issue 9)."""
+        """Files per commit, the quota, and names that clash: that differ only by case, or a
+        file where a folder is (issue 9)."""
         if len(changes) > self.limits.files_per_commit:
             raise WikiTooLarge(f"At most {self.limits.files_per_commit} files per change.")
-        removed = {c.path for c in changes}
+        replaced = {c.path for c in changes}
         size = catalog.total_bytes - sum(
-            catalog.files[p].size for p in removed if p in catalog.files)
+            catalog.files[p].size for p in replaced if p in catalog.files)
         size += sum(len(c.data) for c in changes if c.data is not None)
         if size > self.limits.quota_bytes and size > catalog.total_bytes:  # shrinking is fine
             quota = self.limits.quota_bytes
             shown = f"{quota / 2**20:.1f} MiB" if quota >= 2**20 else f"{quota} bytes"
             raise WikiTooLarge(f"The wiki would exceed its quota of {shown}.")
+        # A clash is excused only by a file this change deletes (a rename that changes a
+        # name's case); the written path itself is no excuse: a page written where a folder
+        # is would replace the whole folder in the commit's tree.
+        deleted = {c.path for c in changes if c.data is None}
         for change in changes:
             clash = catalog.clash(change.path) if change.data is not None else None
-            if clash is not None and clash not in removed:
+            if clash is not None and clash not in deleted:
                 raise WikiInvalid(f"{change.path} clashes with {clash}: names in a folder must "
                                   "differ by more than letter case.")
 

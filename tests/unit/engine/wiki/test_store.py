@@ -140,6 +140,20 @@ def test_rename_onto_an_existing_page_or_a_stale_blob_conflicts(store) -> None:
         store.rename("A.md", "_files/a.png", expected_blob=blob, message="", author=ALICE)
 
 
+def test_a_page_where_a_folder_is_is_refused_and_the_folder_kept(store) -> None:
+    write(store, "Ops.md/Runbook.md", PAGE)
+    write(store, "Ops.md/deep/Notes.md", PAGE)
+    other = write(store, "Forge.md", "f").blob
+    with pytest.raises(WikiInvalid, match="clashes with Ops.md"):
+        write(store, "Ops.md", "gone\n")  # its commit's tree would have dropped the folder
+    with pytest.raises(WikiInvalid, match="clashes with Ops.md"):
+        store.rename("Forge.md", "Ops.md", expected_blob=other, message="", author=ALICE)
+    assert store.read("Ops.md/Runbook.md").content == PAGE
+    assert store.read("Ops.md/deep/Notes.md").content == PAGE
+    assert sorted(page.path for page in store.list()) == [
+        "Forge.md", "Ops.md/Runbook.md", "Ops.md/deep/Notes.md"]
+
+
 def test_delete_then_restore_brings_the_page_back_in_a_new_commit(store) -> None:
     first = write(store, "Runbook.md", PAGE)
     deleted = store.delete("Runbook.md", expected_blob=first.blob, message="", author=ALICE)
