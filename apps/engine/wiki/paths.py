@@ -30,7 +30,9 @@ ATTACHMENTS_DIR = "_files"
 MAX_DEPTH = 8
 MAX_PATH_BYTES = 255
 MAX_SEGMENT_CHARS = 100
-_RESERVED_CHARS = frozenset('\\:*?"<>|')
+_RESERVED_CHARS = frozenset('\\:*?"<>|\ufffd')
+"""Windows' reserved characters, and U+FFFD: what a URL's bytes that are not UTF-8 decode to
+(the server replaces them), so a name holding it would be reached by many different URLs."""
 # Default_Ignorable_Code_Point outside category Cf (which is refused as a whole): combining
 # grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian selectors, variation
 # selectors, tags. git on HFS+ ignores these, so ".g\u200cit" would be ".git" there.

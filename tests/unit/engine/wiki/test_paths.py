@@ -21,6 +21,7 @@ REFUSED = [
     "_files/x.svg", "_files/page.html", "_files/noext", "x\n.md",
     "Home\u00a0.md", "a\u3000b.md", "\u2003x.md",  # spaces that look like none or like U+0020
     "con.md", "AUX/x.md", "nul.tar.md", "lpt1.md", "Com9/y.md",  # Windows device names
+    "\ufffd\ufffd.md",  # what a URL's bytes that are not UTF-8 become: many URLs, one name
 ]
 ACCEPTED = ["Home.md", "指南.md", "運用/手順書.md", "é.md", "a/b/c/d/e/f/g/h.md", "_files/x.png",
             "Notes 2026 (draft).md", "a.b.md", "git.md", "_files/docs/report.pdf",
