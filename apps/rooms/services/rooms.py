@@ -128,7 +128,8 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
                 title=title, updated_at=timezone.now()):
             event_append(conversation.pk, "title_changed", {
                 "kind": "title_changed", "title": title, "by": _person(by)})
-    conversation.title = title
+    # as stored: the event moved last_seq, the update updated_at (the answer showed the old)
+    conversation.refresh_from_db(fields=["title", "updated_at", "last_seq"])
     return conversation
 
 
@@ -137,14 +138,12 @@ def conversation_archive(*, conversation: Conversation, by: User) -> Conversatio
     watchers are told with a ``conversation_archived`` ``{"by": PERSON}`` event (archiving an
     archived one tells nobody again)."""
     _writer(by, conversation.room.team_id, "conversation")
-    now = timezone.now()
     with transaction.atomic():
         if Conversation.objects.filter(pk=conversation.pk, archived=False).update(
-                archived=True, updated_at=now):
+                archived=True, updated_at=timezone.now()):
             event_append(conversation.pk, "conversation_archived",
                          {"kind": "conversation_archived", "by": _person(by)})
-            conversation.updated_at = now
-    conversation.archived = True
+    conversation.refresh_from_db(fields=["archived", "updated_at", "last_seq"])
     sidebar_removed_on_commit(conversation.room_id, conversation.pk)
     return conversation
 

@@ -92,7 +92,9 @@ def test_lists_show_only_your_teams_rooms(token_client, charlie, globex, room):
 def test_archived_rooms_and_conversations_leave_the_default_lists(token_client, bob, room,
                                                                    conversation):
     client = token_client(bob)
-    assert client.post(f"/api/conversations/{conversation.pk}/archive").json()["archived"]
+    archived = client.post(f"/api/conversations/{conversation.pk}/archive").json()
+    assert archived["archived"]
+    assert archived == client.get(f"/api/conversations/{conversation.pk}").json()  # as stored
     assert client.post(f"/api/rooms/{room.pk}/archive").json()["archived"]
 
     assert client.get("/api/rooms").json()["count"] == 0
@@ -122,8 +124,11 @@ def test_renames_are_stored_and_blank_names_refused(token_client, bob, room, con
     client = token_client(bob)
     assert _json(client, "PATCH", f"/api/rooms/{room.pk}", {"name": " Ops "}).json()[
         "name"] == "Ops"
-    assert _json(client, "PATCH", f"/api/conversations/{conversation.pk}",
-                 {"title": "Roadmap"}).json()["title"] == "Roadmap"
+    renamed = _json(client, "PATCH", f"/api/conversations/{conversation.pk}",
+                    {"title": "Roadmap"}).json()
+    assert renamed["title"] == "Roadmap"
+    # as stored: its title_changed moved last_seq, the rename updated_at
+    assert renamed == client.get(f"/api/conversations/{conversation.pk}").json()
     room.refresh_from_db()
     conversation.refresh_from_db()
     assert (room.name, conversation.title) == ("Ops", "Roadmap")
