@@ -35,7 +35,7 @@ _CODE_OF_STATUS = {
 _MAX_DETAILS = 5
 _INTERNAL = "internal"
 """The code of a REST 500: a bug, not a refusal (not an ErrorCode: a service never raises it,
-and a socket closes with 1011 instead)."""
+and a socket closes with 4011 instead: apps.realtime.sockets)."""
 
 
 def install_error_handlers(api: NinjaAPI) -> None:

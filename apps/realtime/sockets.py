@@ -9,10 +9,13 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.http.request import validate_host
 
-__all__ = ["CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND", "origin_allowed"]
+__all__ = ["CLOSE_NOT_AUTHENTICATED", "CLOSE_NOT_FOUND", "CLOSE_SERVER_ERROR", "origin_allowed"]
 
+# Codes of the application's range, 4000-4999 (RFC 6455 7.4.2): Daphne's autobahn refuses to
+# send any other but 1000, so 1011 (internal error) raised instead of closing the socket.
 CLOSE_NOT_AUTHENTICATED = 4401  # not signed in, or the credentials ended while connected
 CLOSE_NOT_FOUND = 4404  # no such object, or not the person's: one answer for both
+CLOSE_SERVER_ERROR = 4011  # the server could not deliver to this socket: reconnect and repair
 
 
 def origin_allowed(scope: dict[str, Any]) -> bool:

@@ -61,7 +61,12 @@ from apps.realtime.frames import (
 )
 from apps.realtime.groups import conversation_group, user_group
 from apps.realtime.publish import database_call
-from apps.realtime.sockets import CLOSE_NOT_AUTHENTICATED, CLOSE_NOT_FOUND, origin_allowed
+from apps.realtime.sockets import (
+    CLOSE_NOT_AUTHENTICATED,
+    CLOSE_NOT_FOUND,
+    CLOSE_SERVER_ERROR,
+    origin_allowed,
+)
 from apps.rooms.attachments import read_attachments
 from apps.rooms.fanout import ConversationFanout, Fanout, fanouts
 from apps.rooms.history import messages_page
@@ -128,7 +133,7 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         """Send a logged event now, from the fanout's task, when nothing of this socket's is
         queued or under way and it is the next seq (or one sent already), so it waits for
         nothing and order holds; False: queue it with :meth:`deliver`. A task switch fewer
-        per frame and socket (issue 20); a send that fails closes the socket (1011)."""
+        per frame and socket (issue 20); a send that fails closes the socket (4011)."""
         if (message["type"] != "conv.event" or self._reading is None or not self._turn.free()
                 or not self._log_lock.free() or not self._inbox.empty()
                 or message["seq"] > self.last_seq + 1):
@@ -139,7 +144,7 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
             except Exception:
                 logger.exception("conversation %s: a broadcast could not be sent",
                                  self.conversation_id)
-                await self.close(code=1011)
+                await self.close(code=CLOSE_SERVER_ERROR)
         return True
 
     def lost(self) -> None:
@@ -148,7 +153,7 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         self._inbox.put_nowait({"type": "local.lost"})
 
     async def _read_inbox(self) -> None:
-        """Handle the inbox in order, until the socket ends (a failure closes it: 1011)."""
+        """Handle the inbox in order, until the socket ends (a failure closes it: 4011)."""
         try:
             while True:
                 message = await self._inbox.get()
@@ -160,7 +165,7 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         except Exception:
             logger.exception("conversation %s: a broadcast could not be sent",
                              self.conversation_id)
-            await self.close(code=1011)
+            await self.close(code=CLOSE_SERVER_ERROR)
 
     async def _handle(self, message: dict[str, Any]) -> bool:
         """Handle one inbox message; False when the socket closes."""
@@ -177,7 +182,7 @@ class ConversationConsumer(SidebarHandlers, AsyncJsonWebsocketConsumer):
         elif kind == "room.conversation_removed":
             await self.room_conversation_removed(message)
         elif kind == "local.lost":
-            await self.close(code=1011)
+            await self.close(code=CLOSE_SERVER_ERROR)
             return False
         return True
 
