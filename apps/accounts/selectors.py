@@ -12,7 +12,9 @@ def membership_of(user: User, team_id: int) -> Membership | None:
     """The user's membership of team ``team_id``, or None (also for anonymous users)."""
     if not user.is_authenticated:
         return None
-    return Membership.objects.filter(user=user, team_id=team_id).select_related(
+    # team__id, not team_id: the team's own id field finds nothing for an id no row can
+    # hold (past 64 bits: a client's input); the foreign key's lookup raised OverflowError
+    return Membership.objects.filter(user=user, team__id=team_id).select_related(
         "team", "user").first()
 
 
@@ -20,8 +22,8 @@ async def amembership_of(user: User, team_id: int) -> Membership | None:
     """Async form of :func:`membership_of`."""
     if not user.is_authenticated:
         return None
-    return await Membership.objects.filter(user=user, team_id=team_id).select_related(
-        "team", "user").afirst()
+    return await Membership.objects.filter(user=user, team__id=team_id).select_related(
+        "team", "user").afirst()  # team__id: see membership_of
 
 
 def role_of(user: User, team_id: int) -> Role | None:

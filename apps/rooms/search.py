@@ -75,7 +75,7 @@ def _clean(query: str) -> str:
 def _visible(user: User, team_id: int | None) -> QuerySet[Conversation]:
     conversations = Conversation.objects.filter(room__team__memberships__user=user,
                                                 archived=False, room__archived=False)
-    return conversations.filter(room__team_id=team_id) if team_id is not None else conversations
+    return conversations.filter(room__team__id=team_id) if team_id is not None else conversations
 
 
 def _snippet(text: str, query: str) -> tuple[str, tuple[int, int]]:

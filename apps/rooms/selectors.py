@@ -53,7 +53,7 @@ def member_conversation(user: User, team_id: int, conversation_id: int
     if membership is None:
         return None, None
     conversation = (Conversation.objects.select_related("room__team")
-                    .filter(pk=conversation_id, room__team_id=team_id).first())
+                    .filter(pk=conversation_id, room__team__id=team_id).first())
     return membership, conversation
 
 
@@ -62,7 +62,7 @@ def room_list(*, user: User, team_id: int | None = None,
     """The user's rooms by name (only archived ones with ``archived``), of one team if given."""
     rooms = rooms_for(user).filter(archived=archived).select_related("team")
     if team_id is not None:
-        rooms = rooms.filter(team_id=team_id)
+        rooms = rooms.filter(team__id=team_id)  # team__id: see membership_of
     return rooms.order_by("name", "id")
 
 

@@ -231,3 +231,18 @@ def test_an_unknown_agent_mode_is_refused_and_nothing_is_created(token_client, b
                      {"title": "x", "agent_mode": "sometimes"})
     assert response.status_code in (400, 422) and "agent_mode" in response.content.decode()
     assert not Conversation.objects.filter(title="x").exists()
+
+
+@pytest.mark.parametrize("team_id", [2**63, 10**20])  # past what a 64-bit id can hold
+def test_a_team_id_no_row_can_hold_answers_like_a_missing_team(token_client, alice, acme,
+                                                               team_id):
+    client = token_client(alice)
+    missing = 987654321  # a team that does not exist
+    for url in ("/api/rooms?team_id={}", "/api/search?q=plans&team_id={}",
+                "/api/teams/{}/wiki/pages"):
+        got, expected = client.get(url.format(team_id)), client.get(url.format(missing))
+        assert (got.status_code, got.json()) == (expected.status_code, expected.json()), url
+    created = [_json(client, "POST", "/api/rooms", {"team_id": team, "name": "x"})
+               for team in (team_id, missing)]
+    assert [(r.status_code, r.json()) for r in created] == [
+        (created[1].status_code, created[1].json())] * 2
