@@ -198,14 +198,15 @@ async def test_a_resend_gets_the_answer_the_first_send_got(alice: User, chat: Co
     await client.close()
 
 
-async def test_ask_agent_is_rate_limited_like_messages(
-        alice: User, chat: Conversation, worker: None, settings) -> None:
+@pytest.mark.parametrize("frame", ["ask_agent", "compact"])  # each is a model call
+async def test_ask_agent_and_compact_are_rate_limited_like_messages(
+        alice: User, chat: Conversation, worker: None, settings, frame: str) -> None:
     settings.CONFAB = {**settings.CONFAB, "MESSAGES_PER_MINUTE": 2}
     a, _ = await connect(alice, chat.pk)
     for _ in range(2):
-        await a.send({"type": "ask_agent"})
+        await a.send({"type": frame})
         await a.until_event("run_ended")
-    await a.send({"type": "ask_agent"})
+    await a.send({"type": frame})
     refused = await a.until(lambda f: f["type"] == "error")
     assert (refused["code"], refused["message"]) == (
         "rate_limited", "At most 2 agent turns a minute; wait a moment.")

@@ -127,3 +127,21 @@ async def test_edited_arguments_that_do_not_fit_are_invalid_and_the_call_still_w
     assert (await a.until_event("run_ended"))["status"] == "completed"
     await a.close()
 
+
+
+async def test_a_decision_after_a_stop_is_refused_and_not_recorded(
+        alice: User, bob: User, conversation, worker) -> None:
+    a, _ = await connect(alice, conversation.pk)
+    b, _ = await connect(bob, conversation.pk)
+    await a.send({"type": "send", "client_id": "a1", "text": script(RISKY, {"text": "done"})})
+    waiting = await b.until_event("awaiting_approval")
+    await a.send({"type": "stop"})
+    await b.until_event("run_stopping")
+    await b.send({"type": "decide", "tool_call_id": waiting["call_id"], "decision": "approve"})
+    refused = await b.until(lambda f: f["type"] == "error")
+    assert (refused["code"], refused["refused"]) == ("conflict", "decide")
+    assert (await a.until_event("run_ended"))["status"] == "cancelled"
+    again, state = await connect(bob, conversation.pk)
+    assert _decided_uses(state) == {}  # the transcript shows no approval of a call never run
+    for client in (a, b, again):
+        await client.close()

@@ -180,7 +180,9 @@ def run_compact(*, conversation: Conversation, membership: Membership) -> Run:
     """"Compact now": start a run that only compacts the conversation's history, at once and
     whatever the compaction breaker says (DESIGN 2.6). Broadcast as ``run_queued`` with who
     asked. ``forbidden`` for a viewer; ``conflict`` while a run is active (it compacts by
-    itself when it has to; stop it to compact first)."""
+    itself when it has to; stop it to compact first); ``rate_limited`` past the person's
+    agent turns a minute, as for ``ask_agent`` (each compaction is a model call)."""
+    require_turn_rate(conversation, membership.user)
     return run_queue(conversation=conversation, membership=membership,
                      purpose=RunPurpose.COMPACT,
                      busy=_("The agent is working: compact when its run has ended, or stop it "
@@ -226,6 +228,15 @@ def run_queue(*, conversation: Conversation, membership: Membership, purpose: Ru
     return run
 
 
+def _require_not_stopping(run: Run | None) -> None:
+    """Refuse (``conflict``) a decision or an answer for a run someone stopped: its host
+    cancels what waits, so a decision recorded now would show a call approved that never
+    ran."""
+    if run is not None and run.stopped_by_id is not None:
+        raise ApplicationError(ErrorCode.CONFLICT,
+                               _("The run is stopping: what it waited for is cancelled."))
+
+
 def run_decide(*, conversation: Conversation, membership: Membership, tool_call_id: str,
                approve: bool, arguments: dict[str, Any] | None = None) -> ToolDecision:
     """Record a member's decision on a tool call that waits for one (the first decision
@@ -235,6 +246,7 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
     fit the tool's schema (the ``parameters`` of its ``awaiting_approval`` event)."""
     require_writer(membership)
     run = active_run(conversation)
+    _require_not_stopping(run)
     waiting = {a["call_id"]: a for a in waiting_for(run)["approvals"]}
     if tool_call_id not in waiting:
         raise ApplicationError(ErrorCode.CONFLICT, _decided_already(conversation, tool_call_id)
@@ -297,6 +309,7 @@ def run_answer(*, conversation: Conversation, membership: Membership, question_i
     require_writer(membership)
     require_fits(text)
     run = active_run(conversation)
+    _require_not_stopping(run)
     if run is None or question_id not in {q["question_id"]
                                           for q in waiting_for(run)["questions"]}:
         raise ApplicationError(ErrorCode.CONFLICT, _answered_already(conversation, question_id)
@@ -331,6 +344,7 @@ def run_elicit(*, conversation: Conversation, membership: Membership, elicitatio
     action comes with content."""
     require_writer(membership)
     run = active_run(conversation)
+    _require_not_stopping(run)
     if run is None:
         raise ApplicationError(ErrorCode.CONFLICT, _("Nothing is running."))
     waiting = {e["elicitation_id"]: e for e in waiting_for(run)["elicitations"]}
