@@ -152,7 +152,8 @@ def invitation_revoke_view(request: HttpRequest, team_id: int, invitation_id: in
 
 def _target(team: Team, user_id: int) -> Membership:
     """The membership of ``user_id`` in ``team`` (one of the caller's teams), else 404."""
-    target = members_of(team).filter(user_id=user_id).first()
+    target = members_of(team).filter(user__id=user_id).first()  # user__id: an id past 64
+    # bits (from the URL) finds nobody, where the foreign key's lookup raised OverflowError
     if target is None:
         raise Http404("No such member.")
     return target

@@ -20,6 +20,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_PATH_BYTES",
     "check_file_path",
+    "check_new_name",
     "check_revision",
     "folder_key",
     "is_attachment",
@@ -30,9 +31,7 @@ ATTACHMENTS_DIR = "_files"
 MAX_DEPTH = 8
 MAX_PATH_BYTES = 255
 MAX_SEGMENT_CHARS = 100
-_RESERVED_CHARS = frozenset('\\:*?"<>|\ufffd')
-"""Windows' reserved characters, and U+FFFD: what a URL's bytes that are not UTF-8 decode to
-(the server replaces them), so a name holding it would be reached by many different URLs."""
+_RESERVED_CHARS = frozenset('\\:*?"<>|')
 # Default_Ignorable_Code_Point outside category Cf (which is refused as a whole): combining
 # grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian selectors, variation
 # selectors, tags. git on HFS+ ignores these, so ".g\u200cit" would be ".git" there.
@@ -87,6 +86,17 @@ def check_file_path(path: str, *, attachment_extensions: frozenset[str]) -> str:
             raise WikiInvalid(f"Attachments under {ATTACHMENTS_DIR}/ must be one of: {allowed}.")
     elif not path.endswith(".md"):
         raise WikiInvalid("Page paths end in '.md' (attachments go under _files/).")
+    return path
+
+
+def check_new_name(path: str) -> str:
+    """``path`` if a file may newly take that name (checked by :func:`check_file_path` too):
+    not with U+FFFD, what a URL's bytes that are not UTF-8 decode to (Daphne replaces them),
+    so such a name would be reached by many different URLs. A file already named so (an
+    earlier version allowed it) is still read, renamed away and deleted."""
+    if "\ufffd" in path:
+        raise WikiInvalid("The path may not contain '\ufffd' (U+FFFD): it stands for bytes "
+                          "that were not UTF-8.")
     return path
 
 

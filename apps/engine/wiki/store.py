@@ -32,7 +32,13 @@ from apps.engine.wiki.gitcmd import GitSession, git_session, init_bare
 from apps.engine.wiki.limits import WikiLimits
 from apps.engine.wiki.merge import merge_text
 from apps.engine.wiki.objects import cat_objects
-from apps.engine.wiki.paths import check_file_path, check_revision, is_attachment, is_page
+from apps.engine.wiki.paths import (
+    check_file_path,
+    check_new_name,
+    check_revision,
+    is_attachment,
+    is_page,
+)
 from apps.engine.wiki.reads import history_of
 from apps.engine.wiki.search import search_kept, search_pages
 from apps.engine.wiki.snapshot import snapshot_at
@@ -187,7 +193,7 @@ class WikiStore:
         blob the writer read: when the file changed since, the change is merged three ways.
         Raises WikiInvalid, WikiTooLarge, WikiConflict, WikiUnavailable.
         """
-        data = self._encode(self._check(path), content)
+        data = self._encode(self._check_new(path), content)
         expected = _check_blob(expected_blob) if expected_blob is not None else None
 
         def plan(session: GitSession, catalog: Catalog) -> tuple[list[FileChange], bool]:
@@ -244,7 +250,7 @@ class WikiStore:
         it). Raises WikiConflict when the file changed since ``expected_blob`` or ``to``
         exists (in any letter case), WikiNotFound, WikiInvalid."""
         self._check(path)
-        if is_page(self._check(to)) != is_page(path) or to == path:
+        if is_page(self._check_new(to)) != is_page(path) or to == path:
             raise WikiInvalid("A page is renamed to another page path, a file to another file.")
         expected = _check_blob(expected_blob)
 
@@ -293,7 +299,8 @@ class WikiStore:
         at most ``limits.files_per_commit``; ``changed=False`` when they already were so."""
         if not files:
             raise WikiInvalid("No files to commit.")
-        data = {path: self._encode(self._check(path), content) for path, content in files.items()}
+        data = {path: self._encode(self._check_new(path), content)
+                for path, content in files.items()}
 
         def plan(session: GitSession, catalog: Catalog) -> tuple[list[FileChange], bool]:
             return [FileChange(path, body) for path, body in data.items()
@@ -386,11 +393,15 @@ class WikiStore:
         for change in changes:
             clash = catalog.clash(change.path) if change.data is not None else None
             if clash is not None and clash not in deleted:
-                raise WikiInvalid(f"{change.path} clashes with {clash}: names in a folder must "
-                                  "differ by more than letter case.")
+                why = _clash_why(clash, change.path)
+                raise WikiInvalid(f"{change.path} clashes with {clash}: {why}.")
 
     def _check(self, path: str) -> str:
         return check_file_path(path, attachment_extensions=self.limits.attachment_extensions)
+
+    def _check_new(self, path: str) -> str:
+        """A path a file is written to: :meth:`_check`'s rules and :func:`check_new_name`."""
+        return check_new_name(self._check(path))
 
     def _encode(self, path: str, content: str | bytes) -> bytes:
         """The bytes to store at ``path``, within the limits."""
@@ -497,3 +508,12 @@ def _unchanged(session: GitSession, catalog: Catalog, path: str, expected: str) 
         raise WikiConflict(f"{path} changed since the version you started from.",
                            current=_current(session, info))
     return info
+
+
+def _clash_why(clash: str, path: str) -> str:
+    """Why writing ``path`` clashes with the existing ``clash`` (Catalog.clash), in words."""
+    if clash == path:
+        return "a folder has that name"
+    if path.startswith(clash + "/"):
+        return "a file has the name of a folder on the path"
+    return "names in a folder must differ by more than letter case"

@@ -129,8 +129,16 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
             event_append(conversation.pk, "title_changed", {
                 "kind": "title_changed", "title": title, "by": _person(by)})
     # as stored: the event moved last_seq, the update updated_at (the answer showed the old)
-    conversation.refresh_from_db(fields=["title", "updated_at", "last_seq"])
+    _reread(conversation, "title", "updated_at", "last_seq")
     return conversation
+
+
+def _reread(conversation: Conversation, *fields: str) -> None:
+    """``fields`` of ``conversation`` as stored; ``not_found`` when it was deleted meanwhile."""
+    try:
+        conversation.refresh_from_db(fields=list(fields))
+    except Conversation.DoesNotExist:
+        raise not_found("conversation") from None
 
 
 def conversation_archive(*, conversation: Conversation, by: User) -> Conversation:
@@ -143,7 +151,7 @@ def conversation_archive(*, conversation: Conversation, by: User) -> Conversatio
                 archived=True, updated_at=timezone.now()):
             event_append(conversation.pk, "conversation_archived",
                          {"kind": "conversation_archived", "by": _person(by)})
-    conversation.refresh_from_db(fields=["archived", "updated_at", "last_seq"])
+    _reread(conversation, "archived", "updated_at", "last_seq")
     sidebar_removed_on_commit(conversation.room_id, conversation.pk)
     return conversation
 

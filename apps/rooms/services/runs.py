@@ -231,8 +231,13 @@ def run_queue(*, conversation: Conversation, membership: Membership, purpose: Ru
 def _require_not_stopping(run: Run | None) -> None:
     """Refuse (``conflict``) a decision or an answer for a run someone stopped: its host
     cancels what waits, so a decision recorded now would show a call approved that never
-    ran."""
+    ran. The stop is sent to the host again: if the layer dropped it, the run would otherwise
+    wait, refusing every decision, until its wait timed out."""
     if run is not None and run.stopped_by_id is not None:
+        stopper = run.stopped_by
+        group_send_on_commit(run_group(run.pk), {
+            "type": "run.stop", "run_id": run.pk,
+            "stopped_by": {"id": stopper.pk, "name": stopper.shown_name}})
         raise ApplicationError(ErrorCode.CONFLICT,
                                _("The run is stopping: what it waited for is cancelled."))
 
@@ -256,6 +261,8 @@ def run_decide(*, conversation: Conversation, membership: Membership, tool_call_
         _require_fitting_edit(waiting[tool_call_id], approve, arguments)
     try:
         with transaction.atomic():
+            conversation_lock(conversation.pk)  # run_stop's lock: a stop is in or not
+            _require_not_stopping(Run.objects.get(pk=run.pk))
             decision = ToolDecision.objects.create(
                 run=run, tool_call_id=tool_call_id, tool_name=waiting[tool_call_id]["name"],
                 approved=approve, decided_by=membership.user, arguments=arguments)

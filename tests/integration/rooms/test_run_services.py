@@ -35,6 +35,7 @@ from apps.rooms.services.messages import message_post
 from apps.rooms.services.runs import (
     _interrupt,
     run_claim,
+    run_decide,
     run_finish,
     run_stop,
     runs_sweep,
@@ -219,6 +220,24 @@ async def test_a_stop_that_read_the_run_queued_leaves_it_to_the_worker_that_clai
     assert (asked["type"], asked["stopped_by"]["name"]) == ("run.stop", "Alice")
     assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.RUNNING  # still the worker's
     assert not await ConversationEvent.objects.filter(kind="run_ended").aexists()
+
+
+async def test_a_decision_for_a_run_whose_stop_was_lost_asks_its_worker_again(
+        alice, bob, conversation) -> None:
+    await sync_to_async(message_post)(conversation=conversation, text="go", client_id="a",
+                                      membership=await sync_to_async(member)(alice, conversation))
+    run = await Run.objects.aget(conversation=conversation)
+    await Run.objects.filter(pk=run.pk).aupdate(status=RunStatus.RUNNING, stopped_by=bob)
+    layer = get_channel_layer()
+    host = await layer.new_channel()  # the run's worker, which never heard the stop
+    await layer.group_add(run_group(run.pk), host)
+    with pytest.raises(ApplicationError) as refused:
+        await sync_to_async(run_decide)(
+            conversation=conversation, membership=await sync_to_async(member)(alice, conversation),
+            tool_call_id="toolu_1", approve=True)
+    assert refused.value.code == ErrorCode.CONFLICT
+    asked = await asyncio.wait_for(layer.receive(host), 10)
+    assert (asked["type"], asked["stopped_by"]["name"]) == ("run.stop", "Bob")
 
 
 @override_settings(CONFAB={**__import__("django.conf").conf.settings.CONFAB,

@@ -88,6 +88,13 @@ def test_an_owner_changes_a_role_through_the_page(signed_in, acme, alice, dave) 
     assert b"Dave is now admin." in response.content
 
 
+def test_a_member_id_no_row_can_hold_is_a_missing_member(signed_in, acme, alice) -> None:
+    client = signed_in(alice)
+    for name in ("accounts:member_role", "accounts:member_remove"):
+        response = client.post(reverse(name, args=[acme.pk, 2**63]), {"role": "admin"})
+        assert response.status_code == 404, name  # was a 500: OverflowError on SQLite
+
+
 def test_members_and_viewers_cannot_change_roles(signed_in, acme, bob, carol, dave) -> None:
     for user in (bob, carol):
         response = signed_in(user).post(reverse("accounts:member_role", args=[acme.pk, dave.pk]),

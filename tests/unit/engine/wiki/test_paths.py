@@ -7,7 +7,7 @@ import pytest
 
 from apps.engine.wiki import WikiInvalid, WikiNotFound
 from apps.engine.wiki.limits import ATTACHMENT_EXTENSIONS
-from apps.engine.wiki.paths import check_file_path, check_revision
+from apps.engine.wiki.paths import check_file_path, check_new_name, check_revision
 
 from .conftest import ALICE
 
@@ -21,7 +21,6 @@ REFUSED = [
     "_files/x.svg", "_files/page.html", "_files/noext", "x\n.md",
     "Home\u00a0.md", "a\u3000b.md", "\u2003x.md",  # spaces that look like none or like U+0020
     "con.md", "AUX/x.md", "nul.tar.md", "lpt1.md", "Com9/y.md",  # Windows device names
-    "\ufffd\ufffd.md",  # what a URL's bytes that are not UTF-8 become: many URLs, one name
 ]
 ACCEPTED = ["Home.md", "指南.md", "運用/手順書.md", "é.md", "a/b/c/d/e/f/g/h.md", "_files/x.png",
             "Notes 2026 (draft).md", "a.b.md", "git.md", "_files/docs/report.pdf",
@@ -59,3 +58,14 @@ def test_a_rename_may_change_only_the_letter_case(store) -> None:
     blob = store.write("Home.md", "# Home", expected_blob=None, message="", author=ALICE).blob
     store.rename("Home.md", "home.md", expected_blob=blob, message="", author=ALICE)
     assert [p.path for p in store.list()] == ["home.md"]
+
+
+def test_a_new_name_may_not_hold_what_bad_url_bytes_decode_to(store) -> None:
+    with pytest.raises(WikiInvalid, match="U\\+FFFD"):
+        check_new_name("\ufffd\ufffd.md")  # %FF%FE.md and %FE%FF.md alike, through Daphne
+    with pytest.raises(WikiInvalid):
+        store.write("Caf\ufffd.md", "x", expected_blob=None, message="", author=ALICE)
+    blob = store.write("Cafe.md", "x", expected_blob=None, message="", author=ALICE).blob
+    with pytest.raises(WikiInvalid):
+        store.rename("Cafe.md", "Caf\ufffd.md", expected_blob=blob, message="", author=ALICE)
+    assert check_new_name("Caf\u00e9.md") == "Caf\u00e9.md"

@@ -144,7 +144,7 @@ def test_a_page_where_a_folder_is_is_refused_and_the_folder_kept(store) -> None:
     write(store, "Ops.md/Runbook.md", PAGE)
     write(store, "Ops.md/deep/Notes.md", PAGE)
     other = write(store, "Forge.md", "f").blob
-    with pytest.raises(WikiInvalid, match="clashes with Ops.md"):
+    with pytest.raises(WikiInvalid, match="clashes with Ops.md: a folder has that name"):
         write(store, "Ops.md", "gone\n")  # its commit's tree would have dropped the folder
     with pytest.raises(WikiInvalid, match="clashes with Ops.md"):
         store.rename("Forge.md", "Ops.md", expected_blob=other, message="", author=ALICE)
