@@ -128,7 +128,6 @@ async def test_edited_arguments_that_do_not_fit_are_invalid_and_the_call_still_w
     await a.close()
 
 
-
 async def test_a_decision_after_a_stop_is_refused_and_not_recorded(
         alice: User, bob: User, conversation, worker) -> None:
     a, _ = await connect(alice, conversation.pk)

@@ -31,10 +31,16 @@ __all__ = [
     "events_last_seq",
     "events_last_seqs",
     "events_store",
+    "person",
     "positions_allocate",
     "seq_allocate",
     "seqs_allocate",
 ]
+
+
+def person(user: Any) -> dict[str, object]:
+    """``user`` as events name people: a PERSON, ``{"id", "name"}`` (docs/protocol.md)."""
+    return {"id": user.pk, "name": user.shown_name}
 
 
 def conversation_lock(conversation_id: int, *fields: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from apps.rooms.images import images_delete
 from apps.rooms.models import ACTIVE_RUN_STATUSES, AgentMode, Conversation, Room, Run
 from apps.rooms.names import conversation_title, room_name
 from apps.rooms.services.access import require_writer
-from apps.rooms.services.events import conversation_lock, event_append
+from apps.rooms.services.events import conversation_lock, event_append, person
 from apps.rooms.sidebar import sidebar_changed_on_commit, sidebar_removed_on_commit
 from apps.rooms.workspaces import workspace_delete, workspace_path
 
@@ -43,11 +43,6 @@ def _writer(by: User, team_id: int, what: str) -> Membership:
         raise not_found(what)
     require_writer(membership)
     return membership
-
-
-def _person(user: User) -> dict[str, object]:
-    """``user`` as events name people: ``{"id", "name"}``."""
-    return {"id": user.pk, "name": user.shown_name}
 
 
 def room_create(*, team: Team, name: str, by: User) -> Room:
@@ -112,7 +107,7 @@ def conversation_set_agent_mode(*, conversation: Conversation, agent_mode: str,
             agent_mode=mode).update(agent_mode=mode)
         if changed:
             event_append(conversation.pk, "agent_mode_changed", {
-                "kind": "agent_mode_changed", "agent_mode": mode.value, "by": _person(by)})
+                "kind": "agent_mode_changed", "agent_mode": mode.value, "by": person(by)})
     conversation.agent_mode = mode
     return conversation
 
@@ -127,7 +122,7 @@ def conversation_rename(*, conversation: Conversation, title: str, by: User) -> 
         if Conversation.objects.filter(pk=conversation.pk).exclude(title=title).update(
                 title=title, updated_at=timezone.now()):
             event_append(conversation.pk, "title_changed", {
-                "kind": "title_changed", "title": title, "by": _person(by)})
+                "kind": "title_changed", "title": title, "by": person(by)})
     # as stored: the event moved last_seq, the update updated_at (the answer showed the old)
     _reread(conversation, "title", "updated_at", "last_seq")
     return conversation
@@ -150,7 +145,7 @@ def conversation_archive(*, conversation: Conversation, by: User) -> Conversatio
         if Conversation.objects.filter(pk=conversation.pk, archived=False).update(
                 archived=True, updated_at=timezone.now()):
             event_append(conversation.pk, "conversation_archived",
-                         {"kind": "conversation_archived", "by": _person(by)})
+                         {"kind": "conversation_archived", "by": person(by)})
     _reread(conversation, "archived", "updated_at", "last_seq")
     sidebar_removed_on_commit(conversation.room_id, conversation.pk)
     return conversation
@@ -179,7 +174,7 @@ def conversation_delete(*, conversation: Conversation, by: User) -> None:
             raise ApplicationError(ErrorCode.CONFLICT,
                                    _("A run is active: stop it before deleting the conversation."))
         event_append(conversation.pk, "conversation_deleted",
-                     {"kind": "conversation_deleted", "by": _person(by)})
+                     {"kind": "conversation_deleted", "by": person(by)})
         conversation_id = conversation.pk  # delete() clears the pk
         conversation.delete()
         sidebar_removed_on_commit(conversation.room_id, conversation_id)

@@ -41,7 +41,12 @@ from apps.rooms.models import (
 )
 from apps.rooms.ports import messages_waiting, pending_rows
 from apps.rooms.services.access import require_writer
-from apps.rooms.services.events import conversation_lock, event_append, positions_allocate
+from apps.rooms.services.events import (
+    conversation_lock,
+    event_append,
+    person,
+    positions_allocate,
+)
 from apps.rooms.services.limits import require_fits, require_under_rate
 from apps.rooms.transcript import engine_message
 
@@ -64,8 +69,11 @@ __all__ = [
 ]
 
 
-def _user(membership: Membership) -> dict[str, object]:
-    return {"id": membership.user_id, "name": membership.user.shown_name}
+def _ask_to_stop(run: Run, stopper: dict[str, object]) -> None:
+    """Send ``run.stop`` to the run's host once the transaction commits (at once outside
+    one); ``stopper``: who stopped it first, a PERSON its ``run_ended`` names."""
+    group_send_on_commit(run_group(run.pk), {
+        "type": "run.stop", "run_id": run.pk, "stopped_by": stopper})
 
 
 def active_run(conversation: Conversation) -> Run | None:
@@ -154,17 +162,16 @@ def run_stop(*, conversation: Conversation, membership: Membership) -> Run:
             run.stopped_by = membership.user
             run.save(update_fields=["stopped_by"])
             event_append(conversation.pk, "run_stopping",
-                         {"kind": "run_stopping", "run_id": run.pk, "by": _user(membership)},
+                         {"kind": "run_stopping", "run_id": run.pk, "by": person(membership.user)},
                          run_id=run.pk)
-        stopper = {"id": run.stopped_by.pk, "name": run.stopped_by.shown_name}
+        stopper = person(run.stopped_by)
         if _unclaimed_cancelled(run):  # no worker has it, and now none will: it ends here
             event_append(conversation.pk, "run_ended", {
                 "kind": "run_ended", "status": "cancelled", "error_kind": None, "turns": 0,
                 "stopped_by": stopper}, run_id=run.pk)
             run_finish_locked(run, RunStatus.CANCELLED, streaming=False, follow_up=False)
         else:  # who stopped it first goes with it: its run_ended names them, unread again
-            group_send_on_commit(run_group(run.pk), {
-                "type": "run.stop", "run_id": run.pk, "stopped_by": stopper})
+            _ask_to_stop(run, stopper)
     return run
 
 
@@ -220,7 +227,7 @@ def run_queue(*, conversation: Conversation, membership: Membership, purpose: Ru
                                          status=RunStatus.QUEUED, purpose=purpose)
         except IntegrityError:  # one_active_run_per_conversation
             raise ApplicationError(ErrorCode.CONFLICT, busy) from None
-        queued = {"kind": "run_queued", "run_id": run.pk, "started_by": _user(membership)}
+        queued = {"kind": "run_queued", "run_id": run.pk, "started_by": person(membership.user)}
         if purpose == RunPurpose.COMPACT:
             queued["purpose"] = purpose.value
         event_append(conversation.pk, "run_queued", queued, run_id=run.pk)
@@ -234,10 +241,7 @@ def _require_not_stopping(run: Run | None) -> None:
     ran. The stop is sent to the host again: if the layer dropped it, the run would otherwise
     wait, refusing every decision, until its wait timed out."""
     if run is not None and run.stopped_by_id is not None:
-        stopper = run.stopped_by
-        group_send_on_commit(run_group(run.pk), {
-            "type": "run.stop", "run_id": run.pk,
-            "stopped_by": {"id": stopper.pk, "name": stopper.shown_name}})
+        _ask_to_stop(run, person(run.stopped_by))
         raise ApplicationError(ErrorCode.CONFLICT,
                                _("The run is stopping: what it waited for is cancelled."))
 
@@ -415,14 +419,14 @@ def run_finish_locked(run: Run, status: RunStatus, *, error_kind: str = "",
     if waiting is None or not follow_up:
         _chat_joins(run, pending)
         return None
-    follow_up = Run.objects.create(conversation_id=run.conversation_id,
-                                   started_by=waiting.author, status=RunStatus.QUEUED)
+    next_run = Run.objects.create(conversation_id=run.conversation_id,
+                                  started_by=waiting.author, status=RunStatus.QUEUED)
     event_append(run.conversation_id, "run_queued", {
-        "kind": "run_queued", "run_id": follow_up.pk,
+        "kind": "run_queued", "run_id": next_run.pk,
         "started_by": {"id": waiting.author_id, "name": waiting.author_name}},
-        run_id=follow_up.pk)
-    run_dispatch_on_commit(follow_up)
-    return follow_up
+        run_id=next_run.pk)
+    run_dispatch_on_commit(next_run)
+    return next_run
 
 
 def _chat_joins(run: Run, chat: list[Message]) -> None:
@@ -493,10 +497,9 @@ def _end_with_event(run: Run, status: RunStatus, kind: str, message: str) -> Non
         if not updated:
             return  # it ended meanwhile
         run.refresh_from_db(fields=["stopped_by"])  # a stop may have committed as we waited
-        stopper = run.stopped_by if run.stopped_by_id is not None else None
         event_append(run.conversation_id, "run_ended", {
             "kind": "run_ended", "status": str(status), "error_kind": kind, "turns": 0,
             "message": message, "run_id": run.pk,
-            "stopped_by": stopper and {"id": stopper.pk, "name": stopper.shown_name}},
+            "stopped_by": person(run.stopped_by) if run.stopped_by_id is not None else None},
             run_id=run.pk)
         run_finish(run.pk, status, error_kind=kind, error_message=message)
